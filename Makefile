@@ -1,0 +1,61 @@
+# Two commands do everything on a fresh machine:  make book   and   make test
+SHELL := /bin/bash
+PY    := .venv/bin/python
+STAMP := .venv/.installed
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
+
+.PHONY: book book-execute test check export exercises execute test-pretrained bench clean help
+
+help:
+	@echo "make book         build the HTML book into _build/html (offline, from stored outputs)"
+	@echo "make test         lint + export check + unit tests + nbval over every chapter (what CI runs)"
+	@echo "make check        fast checks only: ruff, notebook->package sync, exercise blanks"
+	@echo "make export       regenerate gpt2_course/*.py from the chapters' '#| export' cells"
+	@echo "make exercises    regenerate the blank exercise notebooks from the solutions"
+	@echo "make execute NB=chapters/03_embeddings.ipynb   re-run one notebook top to bottom, in place"
+	@echo "make book-execute re-execute every chapter (Jupyter Book cache) and build"
+	@echo "make test-pretrained  tests against OpenAI's gpt2 weights (needs the hub or its cache)"
+	@echo "make bench        run the benchmarks in benchmarks/"
+
+# torch first, pinned: any other spec can pull a multi-GB CUDA build.
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || python3 -m venv .venv
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $@
+
+book: $(STAMP)
+	.venv/bin/jupyter-book build . --warningiserror --keep-going
+	@echo "open _build/html/index.html"
+
+book-execute: $(STAMP)
+	mkdir -p _build
+	sed 's/execute_notebooks: "off"/execute_notebooks: cache/' _config.yml > _build/_config_execute.yml
+	.venv/bin/jupyter-book build . --config _build/_config_execute.yml --warningiserror --keep-going
+
+check: $(STAMP)
+	.venv/bin/ruff check gpt2_course tools tests benchmarks
+	$(PY) tools/export.py --check
+	$(PY) tools/exercises.py --check
+
+export: $(STAMP)
+	$(PY) tools/export.py
+
+exercises: $(STAMP)
+	$(PY) tools/exercises.py
+
+execute: $(STAMP)
+	$(PY) tools/execute.py $(NB)
+
+test: $(STAMP) check
+	$(PY) -m pytest tests chapters $(NBVAL) -q
+
+test-pretrained: $(STAMP)
+	GPT2_COURSE_PRETRAINED=1 $(PY) -m pytest tests -q -m pretrained
+
+bench: $(STAMP)
+	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf _build .jupyter_cache

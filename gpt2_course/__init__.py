@@ -1,0 +1,46 @@
+"""gpt2-course: GPT-2 built chapter by chapter.
+
+Every module except this file, `cli.py` and `grading.py` is generated from the chapter
+notebooks by `make export`. Names are imported lazily so that `import gpt2_course` stays
+fast and a learner who has only reached chapter 3 can already use what chapters 1-3 built.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    # chapter 1: language modeling
+    "list_plays": "data", "load_play": "data", "split_plays": "data", "token_ids": "data",
+    "tiktoken_gpt2": "data", "VALIDATION_PLAYS": "data", "EOT_TOKEN_ID": "data",
+    "BigramModel": "bigram",
+    # chapter 2: byte-pair encoding
+    "GPT2Tokenizer": "bpe",
+    # chapters 3-8: the model
+    "GPT2Config": "config",
+    "attention": "attention",
+    "causal_mask": "masking",
+    "CausalSelfAttention": "heads",
+    "MLP": "mlp", "gelu_tanh": "mlp",
+    "Block": "model", "GPT2": "model",
+    "load_model": "loading", "save_model": "loading", "course_model": "loading",
+    # chapters 9-10
+    "generate": "generate", "stream": "generate", "KVCache": "generate",
+    "count_parameters": "params", "parameter_breakdown": "params",
+    # appendix
+    "TrainConfig": "train",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
