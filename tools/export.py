@@ -49,8 +49,8 @@ def exports(notebook: Path) -> dict[str, list[str]]:
     return modules
 
 
-def render(notebook: Path, bodies: list[str]) -> str:
-    rel = notebook.relative_to(ROOT).as_posix()
+def render(notebook: Path, bodies: list[str], root: Path = ROOT) -> str:
+    rel = notebook.relative_to(root).as_posix()
     header = (
         f"{MARK}{rel} by tools/export.py: do not edit.\n"
         f"# Edit the notebook's `#| export` cells, then run `make export`.\n"
@@ -66,7 +66,7 @@ def expected(root: Path = ROOT) -> dict[Path, tuple[Path, str]]:
             target = root / PACKAGE / f"{module}.py"
             if target in out:
                 sys.exit(f"{target.name} is exported by both {out[target][0].name} and {nb.name}")
-            out[target] = (nb, render(nb, bodies))
+            out[target] = (nb, render(nb, bodies, root))
     return out
 
 
