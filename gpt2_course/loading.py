@@ -61,9 +61,10 @@ def _read_tensors(path: Path) -> dict[str, torch.Tensor]:
             return load_file(path)
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # safetensors, pickle and zip each raise their own kinds
+        reason = (str(e).splitlines() or [""])[0][:200]
         raise ValueError(
-            f"Could not read the weights file {path}: {type(e).__name__}: {e}. The file is truncated "
-            "or corrupt; download or save it again."
+            f"Could not read the weights file {path}: it is truncated or corrupt ({type(e).__name__}: "
+            f"{reason}). Download or save it again."
         ) from e
 
 
@@ -121,37 +122,40 @@ def convert_state_dict(tensors: dict[str, torch.Tensor], config: GPT2Config) -> 
 
 
 def _hub_folder(name: str) -> Path:
-    """Download (or find in the Hugging Face cache) OpenAI's config.json and model.safetensors."""
+    """OpenAI's config.json and model.safetensors: from the Hugging Face cache, else downloaded into it."""
     from huggingface_hub import constants, get_session, hf_hub_download
     from huggingface_hub.errors import LocalEntryNotFoundError, RepositoryNotFoundError
 
     files = ("config.json", "model.safetensors")
-    repos = (f"openai-community/{name}", name)
+    repos = (f"openai-community/{name}", name)  # the hub's current name for OpenAI's repos, and the old one
     for repo in repos:  # the cache first: no network needed
         try:
             return Path([hf_hub_download(repo, f, local_files_only=True) for f in files][-1]).parent
         except LocalEntryNotFoundError:
             pass
-    how = (
-        f"Run once with internet access (the files are then cached in {constants.HF_HUB_CACHE}), or "
-        f"download config.json and model.safetensors from https://huggingface.co/openai-community/{name} "
-        "into a folder and call load_model('that/folder'). load_model('pocket') works offline."
-    )
+
+    def unavailable(reason: str) -> FileNotFoundError:
+        return FileNotFoundError(
+            f"OpenAI's {name!r} is not in the Hugging Face cache and could not be downloaded ({reason}). "
+            f"Run once with internet access (the files are then cached in {constants.HF_HUB_CACHE}), or "
+            f"download config.json and model.safetensors from https://huggingface.co/openai-community/{name} "
+            "into a folder and call load_model('that/folder'). load_model('pocket') works offline."
+        )
+
     if constants.HF_HUB_OFFLINE:
-        raise FileNotFoundError(f"OpenAI's {name!r} is not in the Hugging Face cache (offline mode). {how}")
-    try:  # one quick request, so that no network fails in seconds rather than after the hub's retries
+        raise unavailable("HF_HUB_OFFLINE is set")
+    try:  # one quick request: without a network we fail in seconds, not after the hub client's retries
         get_session().head(f"{constants.ENDPOINT}/api/models/{repos[0]}", timeout=5)
     except OSError as e:  # requests' ConnectionError and Timeout are OSErrors
-        raise FileNotFoundError(
-            f"OpenAI's {name!r} is not in the Hugging Face cache and the hub is unreachable "
-            f"({type(e).__name__}). {how}"
-        ) from e
+        raise unavailable(f"{constants.ENDPOINT} is unreachable: {type(e).__name__}") from e
     for repo in repos:
         try:
             return Path([hf_hub_download(repo, f) for f in files][-1]).parent
         except RepositoryNotFoundError:
             continue
-    raise FileNotFoundError(f"Neither of {', '.join(repos)} exists on the hub. {how}")
+        except OSError as e:  # huggingface_hub's HTTP errors are OSErrors too
+            raise unavailable(f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}") from e
+    raise unavailable(f"neither {' nor '.join(repos)} exists on {constants.ENDPOINT}")
 
 
 def load_model(name_or_path: str | os.PathLike) -> GPT2:

@@ -16,7 +16,8 @@ def attention_heatmap(weights: torch.Tensor, tokens: list[str], ax: plt.Axes | N
             f"weights must be [T, T] with T = len(tokens) = {len(tokens)}, got {tuple(w.shape)}."
         )
     if ax is None:
-        _, ax = plt.subplots(figsize=(0.3 * len(tokens) + 2, 0.3 * len(tokens) + 1.5))
+        side = 0.3 * len(tokens) + 2.5
+        _, ax = plt.subplots(figsize=(side + 0.5, side))
     im = ax.imshow(w.numpy(), cmap="Blues", vmin=0.0, vmax=1.0)
     labels = [repr(t)[1:-1] for t in tokens]  # show spaces and "\n" instead of blank labels
     ax.set_xticks(range(len(tokens)), labels, rotation=90, fontsize=8)

@@ -38,8 +38,8 @@ def test_matches_sdpa_with_causal_mask(shape: tuple[int, ...]) -> None:
     t = shape[-2]
     want = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     torch.testing.assert_close(attention(q, k, v, causal_mask(t)), want)
-    torch.testing.assert_close(attention(q, k, v, causal_mask(t)), F.scaled_dot_product_attention(
-        q, k, v, attn_mask=causal_mask(t)))
+    with_mask = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_mask(t))
+    torch.testing.assert_close(attention(q, k, v, causal_mask(t)), with_mask)
 
 
 @pytest.mark.parametrize(("t_q", "t_k"), [(1, 1), (1, 7), (3, 10), (10, 10)])
@@ -47,7 +47,8 @@ def test_matches_sdpa_for_the_newest_queries(t_q: int, t_k: int) -> None:
     """Generation: the queries are the last t_q positions of t_k keys (bottom-right aligned mask)."""
     q, k, v = qkv(2, 3, t_q, 16, t_k=t_k)
     mask = causal_mask(t_q, t_k)
-    torch.testing.assert_close(attention(q, k, v, mask), F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
+    want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    torch.testing.assert_close(attention(q, k, v, mask), want)
 
 
 def test_value_width_may_differ_from_query_width() -> None:
@@ -69,7 +70,8 @@ def test_float32_batched_heads_match_sdpa() -> None:
     g = torch.Generator().manual_seed(1)
     q, k, v = (torch.randn(2, 6, 33, 32, generator=g) for _ in range(3))
     mask = causal_mask(33)
-    torch.testing.assert_close(attention(q, k, v, mask), F.scaled_dot_product_attention(q, k, v, is_causal=True))
+    want = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    torch.testing.assert_close(attention(q, k, v, mask), want)
 
 
 @settings(max_examples=40, deadline=None)

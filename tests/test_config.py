@@ -51,9 +51,8 @@ def test_pocket_matches_the_shipped_checkpoint() -> None:
 
     shipped = json.loads((Path(gpt2_course.__file__).parent / "pocket" / "config.json").read_text())
     c = GPT2Config.from_name("pocket")
-    assert (c.vocab_size, c.n_ctx, c.n_embd, c.n_layer, c.n_head) == (
-        shipped["vocab_size"], shipped["n_positions"], shipped["n_embd"], shipped["n_layer"], shipped["n_head"]
-    )
+    keys = ["vocab_size", "n_positions", "n_embd", "n_layer", "n_head"]
+    assert (c.vocab_size, c.n_ctx, c.n_embd, c.n_layer, c.n_head) == tuple(shipped[k] for k in keys)
     assert (c.n_layer, c.n_head, c.n_embd, c.n_ctx) == (6, 6, 192, 256)
 
 

@@ -152,7 +152,8 @@ def test_cache_contract_gives_the_same_logits():
     cache = _Cache(3)
     with torch.no_grad():
         full = model(idx)
-        pieces = [model(idx[:, :6], cache=cache)] + [model(idx[:, t : t + 1], cache=cache) for t in range(6, 10)]
+        pieces = [model(idx[:, :6], cache=cache)]  # a prompt, then one token at a time
+        pieces += [model(idx[:, t : t + 1], cache=cache) for t in range(6, 10)]
     assert cache.length == 10
     assert torch.allclose(torch.cat(pieces, dim=1), full, atol=1e-5)
     with pytest.raises(ValueError, match="n_ctx"):

@@ -1,0 +1,98 @@
+"""The `gpt2-course` command: argument parsing only; the work is done by the exported modules."""
+from __future__ import annotations
+
+import argparse
+import codecs
+import sys
+
+
+def _generate(args: argparse.Namespace) -> None:
+    import torch
+
+    from gpt2_course.data import EOT_TOKEN_ID, tiktoken_gpt2
+    from gpt2_course.generate import stream
+    from gpt2_course.loading import load_model
+
+    enc = tiktoken_gpt2()
+    model = load_model(args.model)
+    prompt = enc.encode(args.prompt) if args.prompt else [EOT_TOKEN_ID]
+    idx = torch.tensor([prompt])
+    gen = torch.Generator().manual_seed(args.seed)
+    # Tokens can end in the middle of a UTF-8 character: decode bytes incrementally.
+    utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    sys.stdout.write(args.prompt)
+    for token in stream(
+        model, idx, args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
+        top_p=args.top_p, generator=gen, eos_token_id=EOT_TOKEN_ID,
+    ):
+        token = int(token)
+        if token == EOT_TOKEN_ID:
+            break
+        sys.stdout.write(utf8.decode(enc.decode_single_token_bytes(token)))
+        sys.stdout.flush()
+    sys.stdout.write(utf8.decode(b"", final=True) + "\n")
+
+
+def _params(args: argparse.Namespace) -> None:
+    from gpt2_course.config import GPT2Config
+    from gpt2_course.params import format_breakdown
+
+    print(format_breakdown(GPT2Config.from_name(args.name)))
+
+
+def _train(args: argparse.Namespace) -> None:
+    from gpt2_course.train import main as train_main
+
+    train_main(args.train_args)
+
+
+def _grade(args: argparse.Namespace) -> None:
+    from gpt2_course.grading import grade_main
+
+    sys.exit(grade_main(args.paths, csv=args.csv, timeout=args.timeout))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gpt2-course", description="GPT-2 from an empty file.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("generate", help="stream text from a model")
+    g.add_argument("prompt", nargs="?", default="", help="text to continue (empty: unconditional)")
+    g.add_argument("--model", default="pocket", help="pocket, gpt2, gpt2-medium, ... or a checkpoint path")
+    g.add_argument("--max-new-tokens", type=int, default=80)
+    g.add_argument("--temperature", type=float, default=1.0, help="0 means greedy")
+    g.add_argument("--top-k", type=int, default=None)
+    g.add_argument("--top-p", type=float, default=None)
+    g.add_argument("--seed", type=int, default=0)
+    g.set_defaults(func=_generate)
+
+    q = sub.add_parser("params", help="count a configuration's parameters, by component")
+    q.add_argument("name", help="gpt2, gpt2-medium, gpt2-large, gpt2-xl or pocket")
+    q.set_defaults(func=_params)
+
+    t = sub.add_parser("train", help="pretrain a GPT-2 on Shakespeare (see appendix A1)", add_help=False)
+    t.add_argument("train_args", nargs=argparse.REMAINDER)
+    t.set_defaults(func=_train)
+
+    r = sub.add_parser("grade", help="grade submitted exercise notebooks")
+    r.add_argument("paths", nargs="+", help="submitted .ipynb files")
+    r.add_argument("--csv", default=None, help="also write the grades to this CSV file")
+    r.add_argument("--timeout", type=float, default=60.0, help="seconds allowed per question")
+    r.set_defaults(func=_grade)
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except (ValueError, FileNotFoundError, ModuleNotFoundError, RuntimeError, KeyError) as err:
+        # Bad input is the user's to fix: say what went wrong, without a traceback.
+        print(f"gpt2-course {args.command}: error: {err}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

