@@ -138,7 +138,8 @@ def main() -> None:
     copy, read = bandwidth()
     weight_bytes = 4 * (count_parameters(config) - config.n_ctx * config.n_embd)
     cached = args.new_tokens / results["ours, KV cache"]["seconds"]
-    print(f"weights read per token: {weight_bytes / 1e6:.1f} MB (float32, all but wpe; the head reads all of wte)")
+    print(f"weights read per token: {weight_bytes / 1e6:.1f} MB "
+          "(float32, all but wpe; the head reads all of wte)")
     for what, bw in [("copy (read + write)", copy), ("matvec (read)", read)]:
         print(f"{what:20s} {bw / 1e9:5.1f} GB/s -> bound {bw / weight_bytes:5.1f} tokens/s; "
               f"ours with cache runs at {cached / (bw / weight_bytes):.0%} of it")

@@ -20,7 +20,7 @@ _EXPORTS = {
     "GPT2Tokenizer": "bpe",
     # chapters 3-8: the model
     "GPT2Config": "config",
-    "attention": "attention",
+    "attention": "attention", "attention_weights": "attention", "attention_heatmap": "plots",
     "causal_mask": "masking",
     "CausalSelfAttention": "heads",
     "MLP": "mlp", "gelu_tanh": "mlp",

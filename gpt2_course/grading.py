@@ -27,12 +27,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv as csv_module
-import importlib
 import inspect
 import math
 import os
 import re
 import signal
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -71,12 +71,14 @@ class Case:
 @dataclass
 class Mistake:
     """A classic error and the hint it earns. `impl` behaves like an answer with exactly this
-    error (same kind as the reference); `error` instead matches the message of a raised error."""
+    error (same kind as the reference), `also` holds other common forms of the same error;
+    `error` instead matches the message of a raised error."""
 
     name: str
     hint: str
     impl: Any = None
     error: str | None = None
+    also: tuple[Any, ...] = ()
 
 
 @dataclass
@@ -231,6 +233,12 @@ def _raised(exc: BaseException) -> tuple[str, str, str]:
     return ("__raised__", type(exc).__name__, str(exc)[:500])
 
 
+def _same_error(a: Any, b: Any) -> bool:
+    """Two recorded errors match when type and message do (digits aside: sizes differ)."""
+    return _is_raised(a) and _is_raised(b) and a[1] == b[1] and re.sub(r"\d+", "#", a[2]) == re.sub(
+        r"\d+", "#", b[2])
+
+
 def _is_raised(out: Any, kind: str | None = None) -> bool:
     return isinstance(out, tuple) and len(out) == 3 and out[0] == "__raised__" and (
         kind is None or out[1] == kind
@@ -242,11 +250,12 @@ def probe(q: Question, answer: Any) -> list[Any]:
     if q.cases is None:
         return [_plain(answer)]
     outs = []
-    for case in q.cases():
-        try:
-            outs.append(_plain(case.run(answer)))
-        except Exception as exc:  # the learner's code may raise anything
-            outs.append(_raised(exc))
+    with torch.random.fork_rng(devices=[]):  # checking must not move the notebook's random state
+        for case in q.cases():
+            try:
+                outs.append(_plain(case.run(answer)))
+            except Exception as exc:  # the learner's code may raise anything
+                outs.append(_raised(exc))
     return outs
 
 
@@ -254,9 +263,14 @@ def probe(q: Question, answer: Any) -> list[Any]:
 def _expected(exercise_id: str, qid: str) -> tuple[list[Any], dict[str, list[Any]]]:
     """Reference outputs and each planted mistake's outputs (computed once per process)."""
     q = get_exercise(exercise_id).question(qid)
-    torch.manual_seed(0)
     ref = probe(q, q.reference)
     return ref, {m.name: probe(q, m.impl) for m in q.mistakes if m.error is None}
+
+
+@cache
+def _expected_also(exercise_id: str, qid: str, name: str) -> list[list[Any]]:
+    q = get_exercise(exercise_id).question(qid)
+    return [probe(q, impl) for m in q.mistakes if m.name == name for impl in m.also]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -271,7 +285,7 @@ def _kind(t: torch.Tensor) -> str:
 def difference(expected: Any, got: Any, q: Question) -> str | None:
     """None when `got` counts as equal to `expected`, else what differs, in words."""
     if _is_raised(got):
-        if _is_raised(expected) and expected[1] == got[1]:
+        if _same_error(expected, got):
             return None
         return f"raised {got[1]}: {got[2]}"
     if _is_raised(expected):
@@ -312,7 +326,7 @@ def difference(expected: Any, got: Any, q: Question) -> str | None:
     if isinstance(expected, str):
         if not isinstance(got, str):
             return f"expected a string, got {_describe(got)}"
-        return None if got.strip().lower() == expected.strip().lower() else f"got {got!r}"
+        return None if _letter(got) == _letter(expected) else f"got {got!r}"
     if isinstance(expected, tuple):
         if not isinstance(got, tuple):
             return f"expected a sequence of {len(expected)} items, got {_describe(got)}"
@@ -335,6 +349,11 @@ def difference(expected: Any, got: Any, q: Question) -> str | None:
                 return f"key {k!r}: {d}"
         return None
     return None if expected == got else f"expected {expected!r}, got {_describe(got)}"
+
+
+def _letter(text: str) -> str:
+    """A multiple-choice answer without case, spaces, brackets or a full stop: '(b).' -> 'b'."""
+    return re.sub(r"[\s().]", "", text).lower()
 
 
 def _describe(x: Any) -> str:
@@ -384,7 +403,8 @@ def judge(exercise_id: str, qid: str, outs: list[Any] | None, status: str = "ok"
         if m.error is not None:
             if any(_is_raised(o) and re.search(m.error, o[2]) for o in outs):
                 return result(0, "fail", f"Hint: {m.hint}", m.name)
-        elif _same(planted[m.name], outs, q):
+        elif _same(planted[m.name], outs, q) or any(
+                _same(other, outs, q) for other in _expected_also(exercise_id, qid, m.name)):
             return result(0, "fail", f"Hint: {m.hint}", m.name)
     if q.kind == "value":
         return result(0, "fail", f"Not quite: {difference(ref[0], outs[0], q)}.")
@@ -639,7 +659,8 @@ def _ex_01_language_modeling() -> Exercise:
                              impl=lambda ids, v: _bigram_counts(ids, v, "wrap")),
                      Mistake("fancy_index", "Repeated pairs were counted once: counts[a, b] += 1 with "
                              "index arrays writes each repeated (a, b) only once. Use np.add.at(counts, "
-                             "(a, b), 1) or a plain loop.", impl=lambda ids, v: _bigram_counts(ids, v, "fancy")),
+                             "(a, b), 1) or a plain loop.",
+                             impl=lambda ids, v: _bigram_counts(ids, v, "fancy")),
                  ]),
         Question("q4", "next_token_probs", 2, _next_token_probs,
                  cases=_calls(_ch1_probs_args, label=lambda c, t, lam, u: f"token {t}, lam {lam}"),
@@ -765,7 +786,8 @@ def _ex_02_bpe() -> Exercise:
                              "overlap: every adjacent pair counts, zip(ids, ids[1:]).",
                              impl=lambda ids: _pair_counts(ids, "step_two")),
                      Mistake("once", "Each distinct pair was counted once. Count every occurrence: "
-                             "counts[pair] = counts.get(pair, 0) + 1.", impl=lambda ids: _pair_counts(ids, "once")),
+                             "counts[pair] = counts.get(pair, 0) + 1.",
+                             impl=lambda ids: _pair_counts(ids, "once")),
                      Mistake("wrap", "You counted a pair from the last token back to the first: a "
                              "sequence of n tokens has n - 1 adjacent pairs.",
                              impl=lambda ids: _pair_counts(ids, "wrap")),
@@ -826,7 +848,8 @@ def _embed_matmul(ids: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return F.one_hot(ids, weight.size(0)).to(weight.dtype) @ weight
 
 
-def _input_embeddings(idx: torch.Tensor, wte: torch.Tensor, wpe: torch.Tensor, mode: str = "ok") -> torch.Tensor:
+def _input_embeddings(idx: torch.Tensor, wte: torch.Tensor, wpe: torch.Tensor,
+                      mode: str = "ok") -> torch.Tensor:
     T = idx.size(-1)
     pos = {"from_one": torch.arange(1, T + 1), "by_token": idx}.get(mode, torch.arange(T))
     if mode == "no_positions":
@@ -876,7 +899,8 @@ def _ex_03_embeddings() -> Exercise:
             Mistake("from_one", "Positions start at 0: the first token gets wpe[0], not wpe[1].",
                     impl=lambda i, t, p: _input_embeddings(i, t, p, "from_one")),
             Mistake("by_token", "You looked up wpe with the token ids. wpe is indexed by position "
-                    "0, 1, ..., T-1 (torch.arange(T)).", impl=lambda i, t, p: _input_embeddings(i, t, p, "by_token")),
+                    "0, 1, ..., T-1 (torch.arange(T)).",
+                    impl=lambda i, t, p: _input_embeddings(i, t, p, "by_token")),
             Mistake("concat", "GPT-2 adds the position vector to the token vector; concatenating "
                     "doubles the width.", impl=lambda i, t, p: _input_embeddings(i, t, p, "concat")),
         ]),
@@ -951,6 +975,13 @@ def _mask_label(*args: Any) -> str:
     return f"{shapes}, {'no mask' if args[-1] is None else 'mask ' + _shape(args[-1])}"
 
 
+def _with_also(mistakes: list[Mistake], **also: tuple[Any, ...]) -> list[Mistake]:
+    """Attach other common forms of some mistakes (by name)."""
+    for m in mistakes:
+        m.also = also.get(m.name, ())
+    return mistakes
+
+
 def _variants(fn: Callable[..., Any], hints: dict[str, str]) -> list[Mistake]:
     """Planted mistakes that are `fn(..., mode=name)`."""
     return [Mistake(name, hint, impl=lambda *a, name=name: fn(*a, mode=name)) for name, hint in hints.items()]
@@ -975,7 +1006,8 @@ def _ex_04_self_attention() -> Exercise:
                     "the head size, the last dimension: q.size(-1).",
             "transposed": "Query i must pair with key j in scores[..., i, j]: compute q @ k^T, not k @ q^T.",
         })),
-        Question("q3", "attention_weights", 2, _attention_weights, cases=_calls(_qk_mask_args, label=_mask_label),
+        Question("q3", "attention_weights", 2, _attention_weights,
+                 cases=_calls(_qk_mask_args, label=_mask_label),
                  mistakes=_variants(_attention_weights, {
                      "no_scale": NO_SCALE, "softmax_dim": SOFTMAX_DIM, "mask_zero": MASK_ZERO,
                      "mask_after": MASK_AFTER, "inverted": MASK_INVERTED})),
@@ -985,6 +1017,10 @@ def _ex_04_self_attention() -> Exercise:
                      "no_softmax": "The scores went straight into the product with v: turn them into "
                                    "weights with a softmax over the keys first."})),
     ])
+
+
+def _upper_no_offset(t_q: int, t_k: int | None = None) -> torch.Tensor:
+    return torch.ones(t_q, t_q if t_k is None else t_k, dtype=torch.bool).triu()
 
 
 def _mask_args() -> list[tuple[Any, ...]]:
@@ -1005,7 +1041,7 @@ def _ex_05_masking() -> Exercise:
         Question("q2", "causal_mask", 3, _causal, strict_dtype=True,
                  cases=_calls(lambda: [(4,), (1,), (3, 5), (1, 6), (2, 2), (6,)],
                               label=lambda *a: f"causal_mask{a}"),
-                 mistakes=_variants(_causal, {
+                 mistakes=_with_also(_variants(_causal, {
                      "sees_future": SEES_FUTURE,
                      "no_self": "The diagonal is False, so a token cannot see itself (j < i). A token "
                                 "sees keys up to and including its own position: j <= i.",
@@ -1014,7 +1050,7 @@ def _ex_05_masking() -> Exercise:
                      "no_offset": "With t_k > t_q the queries are the *last* t_q positions: query i "
                                   "sits at position t_k - t_q + i. You aligned them with the first keys, "
                                   "so the newest token cannot see the latest keys.",
-                 })),
+                 }), upper=(_upper_no_offset,))),
         Question("q3", "masked_softmax", 2, _masked_softmax, cases=_calls(_mask_args),
                  mistakes=_variants(_masked_softmax, {
                      "mask_zero": MASK_ZERO, "mask_after": MASK_AFTER, "inverted": MASK_INVERTED})),
@@ -1061,7 +1097,8 @@ def _mha_args() -> list[tuple[Any, ...]]:
     for seed, (B, T, C, H) in enumerate([(2, 5, 12, 3), (1, 4, 8, 2), (1, 6, 16, 4)]):
         s = 10 * seed
         out.append((_randn(s, B, T, C), _randn(s + 1, 3 * C, C) / math.sqrt(C) * 2,
-                    _randn(s + 2, 3 * C) * 0.1, _randn(s + 3, C, C) / math.sqrt(C), _randn(s + 4, C) * 0.1, H))
+                    _randn(s + 2, 3 * C) * 0.1, _randn(s + 3, C, C) / math.sqrt(C),
+                    _randn(s + 4, C) * 0.1, H))
     return out
 
 
@@ -1076,7 +1113,8 @@ def _ex_06_multi_head_attention() -> Exercise:
                          "768 -> 2304 linear layer for the whole block, not one per head."),
         }, rtol=0),
         Question("q2", "split_heads", 2, _split_heads,
-                 cases=_calls(lambda: [(_randn(1, 2, 5, 12), 3), (_randn(2, 1, 4, 8), 4), (_randn(3, 3, 2, 6), 2)],
+                 cases=_calls(lambda: [(_randn(1, 2, 5, 12), 3), (_randn(2, 1, 4, 8), 4),
+                                       (_randn(3, 3, 2, 6), 2)],
                               label=lambda x, h: f"x {list(x.shape)}, n_head {h}"),
                  mistakes=_variants(_split_heads, {
                      "view_direct": "x.view(B, n_head, T, d_head) reinterprets the memory: features of "
@@ -1088,7 +1126,8 @@ def _ex_06_multi_head_attention() -> Exercise:
                                      "before time, [B, n_head, T, d_head].",
                  })),
         Question("q3", "merge_heads", 2, _merge_heads,
-                 cases=_calls(lambda: [(_randn(1, 2, 3, 5, 4),), (_randn(2, 1, 4, 4, 2),), (_randn(3, 2, 1, 3, 6),)]),
+                 cases=_calls(lambda: [(_randn(1, 2, 3, 5, 4),), (_randn(2, 1, 4, 4, 2),),
+                                       (_randn(3, 2, 1, 3, 6),)]),
                  mistakes=[
                      Mistake("no_transpose", "Reshaping [B, n_head, T, d_head] straight to [B, T, C] mixes "
                              "heads and positions: transpose(1, 2) first.",
@@ -1153,7 +1192,8 @@ def _ex_07_mlp() -> Exercise:
             "three": (3 * C, "3 x 768 is the width of c_attn (q, k and v). The MLP is 4 x 768 wide."),
         }, rtol=0),
         Question("q2", "gelu_tanh", 2, _gelu, rtol=1e-6, atol=1e-7,
-                 cases=_calls(lambda: [(torch.linspace(-4, 4, 81, dtype=torch.float64),), (_randn(1, 3, 5) * 2,)],
+                 cases=_calls(lambda: [(torch.linspace(-4, 4, 81, dtype=torch.float64),),
+                                       (_randn(1, 3, 5) * 2,)],
                               label=lambda x: f"x {list(x.shape)}"),
                  mistakes=_variants(_gelu, {
                      "exact": EXACT_GELU, "relu": RELU,
@@ -1234,7 +1274,9 @@ def _block_args() -> list[tuple[Any, ...]]:
         def mlp(h: torch.Tensor, w_1: torch.Tensor = w_1, w_2: torch.Tensor = w_2) -> torch.Tensor:
             return torch.tanh(h @ w_1) @ w_2 * 0.3
 
-        out.append((_randn(10 * s + 4, B, T, C) * 2, ln_1.requires_grad_(False), attn, ln_2.requires_grad_(False), mlp))
+        ln_1.requires_grad_(False)
+        ln_2.requires_grad_(False)
+        out.append((_randn(10 * s + 4, B, T, C) * 2, ln_1, attn, ln_2, mlp))
     return out
 
 
@@ -1264,7 +1306,8 @@ def _ex_08_blocks_and_model() -> Exercise:
                                     "(x - mean) / (std + eps).",
                      "wrong_dim": "Each position is normalized over its own features, the last dimension "
                                   "(dim=-1); you normalized across the first dimension.",
-                     "no_affine": "The learned scale and shift are missing: multiply by weight, then add bias.",
+                     "no_affine": "The learned scale and shift are missing: multiply by weight, then "
+                                  "add bias.",
                  })),
         Question("q2", "block_forward", 3, _block, cases=_calls(_block_args, label=shapes),
                  mistakes=_variants(_block, {
@@ -1274,14 +1317,16 @@ def _ex_08_blocks_and_model() -> Exercise:
                                         "ln_1(x) + attn(ln_1(x)).",
                      "parallel": "Both branches read the same input: that is a 'parallel' block (GPT-J). In "
                                  "GPT-2 the MLP reads the stream after attention's output was added.",
-                     "no_attn_residual": "The attention branch lost its residual connection: x = x + attn(ln_1(x)).",
+                     "no_attn_residual": "The attention branch lost its residual connection: "
+                                         "x = x + attn(ln_1(x)).",
                      "no_mlp_residual": "The MLP branch lost its residual connection: x = x + mlp(ln_2(x)).",
                  })),
         Question("q3", "tied_logits", 1, _tied_logits, cases=_calls(_logits_args, label=shapes), mistakes=[
             Mistake("no_ln_f", "The final layer norm is missing: logits = ln_f(x) @ wte.T.",
                     impl=lambda x, ln, w: _tied_logits(x, ln, w, "no_ln_f")),
             Mistake("no_transpose", "wte is [vocab_size, n_embd]: multiply by its transpose, wte.T, "
-                    "to get one logit per vocabulary entry.", error=r"shapes cannot be multiplied|size mismatch"),
+                    "to get one logit per vocabulary entry.",
+                    error=r"shapes cannot be multiplied|size mismatch"),
         ]),
         _mc("hf_transposed", "q4", "b", {
             "a": "The embedding tables have the same layout in both libraries, [vocab or n_ctx, n_embd]. "
@@ -1346,8 +1391,7 @@ class _LayerCache:
         else:
             dim = {"cat_dim0": 0, "cat_last": -1}.get(self.mode, -2)
             k_all, v_all = torch.cat([self.k, k], dim=dim), torch.cat([self.v, v], dim=dim)
-        if self.mode != "not_stored":
-            self.k, self.v = k_all, v_all
+        self.k, self.v = (k, v) if self.mode == "keeps_last" else (k_all, v_all)
         return (k, v) if self.mode == "no_past" else (k_all, v_all)
 
 
@@ -1355,10 +1399,11 @@ def _cache_cases() -> list[Case]:
     def run(cls: Any, B: int, H: int, steps: tuple[int, ...], D: int, seed: int) -> tuple[Any, ...]:
         cache, outs = cls(), []
         for i, t in enumerate(steps):
-            outs.append(tuple(cache.update(_randn(seed + 2 * i, B, H, t, D), _randn(seed + 2 * i + 1, B, H, t, D))))
+            k, v = _randn(seed + 2 * i, B, H, t, D), _randn(seed + 2 * i + 1, B, H, t, D)
+            outs.append(tuple(cache.update(k, v)))
         return tuple(outs)
 
-    specs = [(1, 2, (3, 1, 1), 4), (2, 3, (2, 2, 1, 1), 2)]
+    specs = [(1, 2, (3, 1, 1), 4), (2, 3, (2, 2, 1, 1), 2), (1, 2, (2, 2, 2), 3)]
     return [Case(f"B={B}, H={H}, D={D}: updates with {list(steps)} new positions",
                  lambda cls, spec=(B, H, steps, D, 10 * n): run(cls, *spec))
             for n, (B, H, steps, D) in enumerate(specs)]
@@ -1394,7 +1439,8 @@ def _ex_09_sampling() -> Exercise:
                  mistakes=_variants(_top_p, {
                      "one_too_few": "Top-p kept one token too few: you dropped the token whose probability "
                                     "carries the total past p. Keep a token while the mass *before* it is "
-                                    "below p (shift the cumulative sum by one), so at least one token survives.",
+                                    "below p (shift the cumulative sum by one), so at least one token "
+                                    "survives.",
                      "logits": "You accumulated logits, not probabilities: softmax the sorted logits "
                                "before the cumulative sum.",
                      "ascending": "The nucleus is the *most* probable tokens: sort in descending order.",
@@ -1411,8 +1457,8 @@ def _ex_09_sampling() -> Exercise:
                            "query can attend to the whole history.",
                 "new_first": "The new keys go after the past ones: torch.cat([past, new], dim=-2) keeps "
                              "positions in order.",
-                "not_stored": "The concatenated keys and values were returned but not stored: the next "
-                              "update forgets this step.",
+                "keeps_last": "The cache stored only the newest keys and values, so it forgets all but "
+                              "the last step: store the concatenation.",
             }.items()
         ]),
         _value("next_position", "q5", 1, 7, {
@@ -1546,13 +1592,29 @@ def _window_cases() -> list[Case]:
                 return False
         return True
 
+    def shapes(f: Any) -> tuple[Any, ...]:
+        return tuple(tuple(t.shape) for t in draw(f, 0))
+
+    def offsets(f: Any) -> tuple[int, ...]:
+        x, y = draw(f, 1)
+        return tuple(sorted(set((y - x).flatten().tolist())))
+
+    def contiguous(f: Any) -> bool:
+        return bool((draw(f, 2)[0].diff(dim=1) == 1).all())
+
+    def varied(f: Any) -> bool:
+        return len(set(draw(f, 3)[0][:, 0].tolist())) > 1
+
+    def reproducible(f: Any) -> bool:
+        return all(torch.equal(a, b) for a, b in zip(draw(f, 4), draw(f, 4), strict=True))
+
     return [
-        Case("shapes of x and y for batch_size 16, n_ctx 8", lambda f: tuple(tuple(t.shape) for t in draw(f, 0))),
-        Case("y - x (y must be x shifted by one position)", lambda f: tuple(sorted(set((lambda x, y: (y - x).flatten().tolist())(*draw(f, 1)))))),
-        Case("each row of x is a contiguous window of the data", lambda f: bool((draw(f, 2)[0].diff(dim=1) == 1).all())),
+        Case("shapes of x and y for batch_size 16, n_ctx 8", shapes),
+        Case("y - x (y must be x shifted by one position)", offsets),
+        Case("each row of x is a contiguous window of the data", contiguous),
         Case("every window lies inside the data (40 batches)", inside),
-        Case("the rows of a batch start at different places", lambda f: len(set(draw(f, 3)[0][:, 0].tolist())) > 1),
-        Case("the same generator seed gives the same batch", lambda f: all(torch.equal(a, b) for a, b in zip(draw(f, 4), draw(f, 4), strict=True))),
+        Case("the rows of a batch start at different places", varied),
+        Case("the same generator seed gives the same batch", reproducible),
     ]
 
 
@@ -1566,7 +1628,8 @@ def _clip(grads: list[torch.Tensor], max_norm: float, mode: str = "ok") -> list[
 
 
 def _clip_cases() -> list[Case]:
-    specs = [([(3, 4), (5,), (2, 2)], 1.0, 1), ([(3, 4), (5,)], 100.0, 2), ([(6,)], 0.5, 3), ([(2, 3), (4,)], 2.0, 4)]
+    specs = [([(3, 4), (5,), (2, 2)], 1.0, 1), ([(3, 4), (5,)], 100.0, 2), ([(6,)], 0.5, 3),
+             ([(2, 3), (4,)], 2.0, 4)]
 
     def run(f: Any, shapes: list[tuple[int, ...]], max_norm: float, seed: int) -> tuple[Any, ...]:
         grads = [_randn(seed * 10 + i, *s) for i, s in enumerate(shapes)]
@@ -1690,62 +1753,53 @@ class _Kernel:
 
         class Client(NotebookClient):
             def output(self, outs: list, msg: dict, display_id: str | None, cell_index: int) -> Any:
-                size = sum(len(str(o)) for o in outs)
-                if size > _OUTPUT_LIMIT:
+                if sum(len(str(o)) for o in outs) > _OUTPUT_LIMIT:
                     return None  # a cell printing megabytes must not fill the grader's memory
                 return super().output(outs, msg, display_id, cell_index)
 
         env = dict(os.environ, **{GRADING_ENV: "1", "PYTHONHASHSEED": "0"})
         env.setdefault("OMP_NUM_THREADS", "1")
         self.nb = nbformat.v4.new_notebook()
-        self.client = Client(self.nb, kernel_name="python3", allow_errors=True, shutdown_kernel="immediate",
-                             resources={"metadata": {"path": str(workdir)}}, startup_timeout=120)
+        self.reply: dict[str, Any] = {}
+        self.client = Client(
+            self.nb, kernel_name="python3", allow_errors=True, shutdown_kernel="immediate",
+            resources={"metadata": {"path": str(workdir)}}, startup_timeout=120,
+            # At the time limit nbclient interrupts the kernel (KeyboardInterrupt in the cell)
+            # and reports this error instead of waiting on.
+            interrupt_on_timeout=True,
+            error_on_timeout={"ename": "CellTimeout", "evalue": "", "traceback": []},
+            on_cell_executed=self._executed,
+        )
         self.client.km = self.client.create_kernel_manager()
-        self.client.start_new_kernel(env=env)
+        self.client.start_new_kernel(env=env, stderr=subprocess.DEVNULL)  # its own TCP warnings
         self.client.start_new_kernel_client()
+        # The imports every exercise needs, before any time limit starts counting.
+        self.run("import gpt2_course.grading", 300)
+
+    def _executed(self, execute_reply: dict[str, Any] | None = None, **_: Any) -> None:
+        self.reply = execute_reply or {}
 
     def run(self, source: str, timeout: float) -> tuple[str, str]:
-        """(status, error text): status is ok, error, timeout (the kernel was interrupted and
-        answers again) or dead (it does not)."""
+        """(status, error): status is ok, error, timeout (the kernel was interrupted and answers
+        again) or dead (it died, or goes on ignoring interrupts)."""
         import nbformat
-        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+        from nbclient.exceptions import DeadKernelError
 
         cell = nbformat.v4.new_code_cell(source)
         self.nb.cells.append(cell)
         self.client.timeout = max(1, math.ceil(timeout))
+        self.reply = {}
         try:
             self.client.execute_cell(cell, len(self.nb.cells) - 1)
-        except CellTimeoutError:
-            return ("timeout" if self._recovers() else "dead"), ""
         except DeadKernelError:
             return "dead", "the kernel died"
         finally:
             cell.outputs = [o for o in cell.outputs if o.get("output_type") == "error"]
-        errors = [o for o in cell.outputs if o.get("output_type") == "error"]
-        if errors:
-            return "error", f"{errors[0].get('ename')}: {str(errors[0].get('evalue'))[:200]}"
+        if self.reply.get("content", {}).get("ename") == "CellTimeout":
+            return ("timeout" if source == "pass" or self.run("pass", 5)[0] == "ok" else "dead"), ""
+        if cell.outputs:
+            return "error", f"{cell.outputs[0].get('ename')}: {str(cell.outputs[0].get('evalue'))[:200]}"
         return "ok", ""
-
-    def _recovers(self) -> bool:
-        from nbclient.exceptions import CellTimeoutError, DeadKernelError
-
-        for _ in range(3):
-            try:
-                self.client.km.interrupt_kernel()
-                self.client.timeout = 5
-                cell = {"cell_type": "code", "source": "pass", "metadata": {}, "outputs": [],
-                        "execution_count": None}
-                import nbformat
-
-                cell = nbformat.from_dict(cell)
-                self.nb.cells.append(cell)
-                self.client.execute_cell(cell, len(self.nb.cells) - 1)
-                return True
-            except CellTimeoutError:
-                continue
-            except DeadKernelError:
-                return False
-        return False
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -1783,7 +1837,8 @@ def _read_probe(path: Path) -> tuple[str, list[Any] | None]:
     return str(data["status"]), data["outs"]
 
 
-def grade_notebook(path: str | Path, timeout: float = 60.0, question_timeout: float = QUESTION_TIMEOUT) -> Report:
+def grade_notebook(path: str | Path, timeout: float = 60.0,
+                   question_timeout: float = QUESTION_TIMEOUT) -> Report:
     """Grade one submission. Never raises for a bad submission: the report says what went wrong."""
     import nbformat
 
@@ -1795,7 +1850,8 @@ def grade_notebook(path: str | Path, timeout: float = 60.0, question_timeout: fl
     try:
         nb = nbformat.read(path, as_version=4)
     except Exception as exc:
-        report.problem = f"not a notebook ({type(exc).__name__}: {str(exc).splitlines()[0][:100] if str(exc) else ''})"
+        first = str(exc).splitlines()[0][:100] if str(exc) else ""
+        report.problem = f"not a notebook ({type(exc).__name__}: {first})"
         return report
     report.exercise = identify(nb, path)
     if report.exercise is None:
@@ -1804,59 +1860,64 @@ def grade_notebook(path: str | Path, timeout: float = 60.0, question_timeout: fl
         return report
     exercise = get_exercise(report.exercise)
     sources = [c.source for c in nb.cells if c.cell_type == "code"]
-    pending = list(exercise.questions)
     results: dict[str, Result] = {}
-    skip: set[int] = set()  # cells that hung the kernel beyond recovery
+    skip: set[int] = set()  # cells that ran out of time or killed the kernel: left out of a rerun
     with tempfile.TemporaryDirectory(prefix="gpt2-grade-") as tmp:
         for _attempt in range(3):
             kernel = _Kernel(Path(tmp))
             try:
-                restart = False
-                deadline = time.monotonic() + timeout
-                for i, src in enumerate(sources):
-                    if i in skip:
+                if _run_cells(kernel, sources, skip, timeout, question_timeout, report.notes):
+                    continue  # the kernel died: start again without the cell that killed it
+                for q in exercise.questions:
+                    if q.id in results:
                         continue
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        report.notes.append(f"time limit of {timeout:g} s reached before code cell {i + 1}; "
-                                            "the cells after it did not run")
-                        break
-                    status, err = kernel.run(src, left)
-                    if status == "error" and _attempt == 0:
-                        report.notes.append(f"code cell {i + 1} raised {err}")
-                    elif status == "timeout":
-                        report.notes.append(f"code cell {i + 1} was interrupted at the time limit")
-                    elif status == "dead":
-                        report.notes.append(f"code cell {i + 1} hung the kernel; graded again without it")
-                        skip.add(i)
-                        restart = True
-                        break
-                if restart:
-                    continue
-                for q in list(pending):
                     out = Path(tmp) / f"{q.id}.pt"
                     status, err = kernel.run(_probe_source(exercise.id, q.id, out, question_timeout),
-                                             question_timeout + 30)
-                    pending.remove(q)
+                                             question_timeout + 10)
                     if out.exists():
-                        st, outs = _read_probe(out)
-                        results[q.id] = judge(exercise.id, q.id, outs, st)
+                        probed, outs = _read_probe(out)
+                        results[q.id] = judge(exercise.id, q.id, outs, probed)
                     elif status in ("timeout", "dead"):
                         results[q.id] = judge(exercise.id, q.id, None, "timeout")
-                        if status == "dead":
-                            restart = True
-                            break
                     else:
                         results[q.id] = Result(q.id, q.name, 0, q.points, "error",
-                                               f"the grader could not probe the answer ({err})")
-                if not restart:
+                                               f"the grader could not test the answer ({err})")
+                    if status == "dead":
+                        break
+                if len(results) == len(exercise.questions):
                     break
             finally:
                 kernel.close()
-    for q in pending:
-        results[q.id] = judge(exercise.id, q.id, None, "timeout")
-    report.results = [results[q.id] for q in exercise.questions]
+    report.results = [results.get(q.id) or judge(exercise.id, q.id, None, "timeout")
+                      for q in exercise.questions]
     return report
+
+
+def _run_cells(kernel: _Kernel, sources: list[str], skip: set[int], timeout: float, grace: float,
+               notes: list[str]) -> bool:
+    """Run the notebook's code cells; True when the kernel died and must be restarted."""
+    deadline = time.monotonic() + timeout
+    for i, src in enumerate(sources):
+        if i in skip:
+            continue
+        # Once the notebook's time is spent, each later cell still gets a short grace, so one
+        # runaway cell does not cost the answers defined after it.
+        status, err = kernel.run(src, max(deadline - time.monotonic(), grace))
+        if status == "error":
+            note = f"code cell {i + 1} raised {err}"
+        elif status == "timeout":
+            note = f"code cell {i + 1} was interrupted at the time limit"
+            skip.add(i)
+        elif status == "dead":
+            skip.add(i)
+            notes.append(f"code cell {i + 1} {'killed' if err else 'hung'} the kernel; "
+                         "graded again without it")
+            return True
+        else:
+            continue
+        if note not in notes:
+            notes.append(note)
+    return False
 
 
 def grade_notebooks(paths: list[str], timeout: float = 60.0, question_timeout: float = QUESTION_TIMEOUT,
@@ -1905,10 +1966,13 @@ def write_csv(reports: list[Report], path: str) -> None:
             w.writerow([r.path, r.exercise, "total", "", r.points, r.max_points, "", "; ".join(r.notes)])
 
 
-def grade_main(paths: list[str], csv: str | None = None, timeout: float = 60.0) -> int:
-    """`gpt2-course grade`: print the table, write the CSV if asked. Exit code 0 when every
-    submission could be graded, 1 when one could not (not a notebook, unrelated, missing)."""
-    reports = grade_notebooks(paths, timeout=timeout)
+def grade_main(paths: list[str], csv: str | None = None, timeout: float = 60.0,
+               question_timeout: float = QUESTION_TIMEOUT) -> int:
+    """`gpt2-course grade`: print the table, write the CSV if asked. `timeout` limits the time a
+    notebook's own cells may run in total, `question_timeout` each question's tests. Exit code 0
+    when every submission could be graded, 1 when one could not (not a notebook, unrelated,
+    missing)."""
+    reports = grade_notebooks(paths, timeout=timeout, question_timeout=question_timeout)
     print(format_reports(reports))
     if csv:
         write_csv(reports, csv)
@@ -1923,8 +1987,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--csv", help="also write the grades to this CSV file")
     p.add_argument("--timeout", type=float, default=60.0,
                    help="seconds each notebook's own cells may run, in total (default 60)")
+    p.add_argument("--question-timeout", type=float, default=QUESTION_TIMEOUT,
+                   help=f"seconds each question's tests may run (default {QUESTION_TIMEOUT:g})")
     args = p.parse_args(argv)
-    return grade_main(args.paths, csv=args.csv, timeout=args.timeout)
+    return grade_main(args.paths, csv=args.csv, timeout=args.timeout, question_timeout=args.question_timeout)
 
 
 if __name__ == "__main__":

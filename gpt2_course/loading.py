@@ -10,11 +10,12 @@ from pathlib import Path
 
 import torch
 
+import gpt2_course
 from gpt2_course.config import GPT2Config
 from gpt2_course.model import GPT2
 
 
-POCKET_DIR = Path(__file__).resolve().parent / "pocket"
+POCKET_DIR = Path(gpt2_course.__file__).resolve().parent / "pocket"  # shipped inside the package
 OPENAI_MODELS = ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl")
 # Hugging Face's GPT-2 uses Conv1D layers, whose weight is [in, out]; our nn.Linear stores [out, in].
 _CONV1D = re.compile(r"h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight")
@@ -54,6 +55,10 @@ def _config_from_hf(path: Path) -> GPT2Config:
 
 def _read_tensors(path: Path) -> dict[str, torch.Tensor]:
     """All tensors of a .safetensors or PyTorch .bin file; a damaged file gets an error naming it."""
+    if not path.is_file():
+        raise FileNotFoundError(f"The weights file {path} does not exist.")
+    if path.suffix not in (".safetensors", ".bin", ".pt", ".pth"):
+        raise ValueError(f"{path} is not a weights file: expected model.safetensors or pytorch_model.bin.")
     try:
         if path.suffix == ".safetensors":
             from safetensors.torch import load_file

@@ -33,7 +33,9 @@ def ref():
 # `regex` module's tables are newer than tiktoken's, so on code points assigned only in the latest
 # Unicode versions the two pre-tokenizers may disagree; the chapter shows and explains this.
 known_chars = st.characters(exclude_categories=("Cs", "Cn"))
-tricky = st.sampled_from(list(" \t\n\r\x0b\x0c\u00a0\u3000'’sdmtlvrSTLL0129.,!?<|>-_endoftext") + ["<|endoftext|>"])
+tricky = st.sampled_from(
+    list(" \t\n\r\x0b\x0c\u00a0\u3000'’sdmtlvrSTLL0129.,!?<|>-_endoftext") + ["<|endoftext|>"]
+)
 texts = st.lists(st.one_of(known_chars, tricky), max_size=80).map("".join)
 
 
@@ -48,12 +50,12 @@ def test_vocabulary_equals_tiktoken_and_openai_files(gpt2, ref):
     }
 
 
-def test_byte_table_equals_openai_and_hugging_face():
-    from transformers.models.gpt2.tokenization_gpt2 import bytes_to_unicode as hf_table
-
-    assert BYTE_TO_CHAR == hf_table()
+def test_byte_table_is_the_one_in_openai_files():
+    # encoder.json's first 256 entries are the byte stand-ins, in GPT-2's id order
     encoder = json.loads(gpt2_vocab_files()["encoder.json"].read_text(encoding="utf-8"))
     assert [encoder[BYTE_TO_CHAR[b]] for b in BYTE_ORDER] == list(range(256))
+    assert sorted(BYTE_ORDER) == list(range(256)) and len(set(BYTE_TO_CHAR.values())) == 256
+    assert all(c.isprintable() and not c.isspace() for c in BYTE_TO_CHAR.values())
 
 
 def test_every_play_equals_tiktoken(gpt2, ref):
@@ -67,12 +69,12 @@ def test_every_play_equals_tiktoken(gpt2, ref):
 def test_small_cache_changes_nothing(ref):
     tok = GPT2Tokenizer.from_gpt2()
     tok._cache_limit = 50  # forces many clears while encoding
-    text = load_play("macbeth")[:50_000]
+    text = load_play("macbeth")[:20_000]
     assert tok.encode(text) == ref.encode_ordinary(text)
     assert len(tok._cache) <= 50
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(texts)
 def test_random_text_equals_tiktoken_and_round_trips(gpt2, ref, text):
     ids = gpt2.encode(text)
@@ -81,17 +83,20 @@ def test_random_text_equals_tiktoken_and_round_trips(gpt2, ref, text):
     assert gpt2.encode(text, allowed_special="all") == ref.encode(text, allowed_special="all")
 
 
-def test_every_known_code_point_equals_tiktoken(gpt2, ref):
-    """Each code point Python's Unicode database knows, next to letters, digits, spaces and "'s"."""
-    chars = [
-        chr(cp) for cp in range(sys.maxunicode + 1) if unicodedata.category(chr(cp)) not in ("Cs", "Cn", "Co")
-    ]
-    for start in range(0, len(chars), 4096):  # blocks keep a failure message short
-        text = "".join(f"a{c}a {c}1{c}{c} {c}'s{c}!\n" for c in chars[start : start + 4096])
-        if gpt2.encode(text) != ref.encode_ordinary(text):
-            bad = next(c for c in chars[start : start + 4096]
-                       if gpt2.encode(f"a{c}a {c}1{c}{c} {c}'s{c}!\n") != ref.encode_ordinary(f"a{c}a {c}1{c}{c} {c}'s{c}!\n"))
-            pytest.fail(f"ids differ from tiktoken around U+{ord(bad):04X}")
+def in_context(c: str) -> str:
+    """c next to a letter, a digit, punctuation, a contraction and spaces: its class decides the cuts."""
+    return f"a{c}1{c}!{c}'s {c}  {c}\n"
+
+
+def test_known_code_points_equal_tiktoken(gpt2, ref):
+    """Every 7th code point that Python's Unicode database assigns (all of them take too long)."""
+    unassigned = ("Cs", "Cn", "Co")  # surrogates, unassigned, private use
+    known = [cp for cp in range(sys.maxunicode + 1) if unicodedata.category(chr(cp)) not in unassigned]
+    chars = [chr(cp) for cp in known[::7]] + ["\ue000", "\U000f0000"]  # + two private-use ones
+    text = "".join(in_context(c) for c in chars)
+    if gpt2.encode(text) != ref.encode_ordinary(text):
+        bad = next(c for c in chars if gpt2.encode(in_context(c)) != ref.encode_ordinary(in_context(c)))
+        pytest.fail(f"ids differ from tiktoken for U+{ord(bad):04X} in {in_context(bad)!r}")
 
 
 @pytest.mark.parametrize("text", ["\ud800", "a\udfffb", "\ud83d\ude00 ok", "x\ud83d"])
@@ -113,7 +118,7 @@ def test_special_token_is_text_unless_allowed(gpt2, ref):
 
 
 def test_bad_allowed_special_is_refused(gpt2):
-    with pytest.raises(ValueError, match="unknown special tokens.*<\\|fim\\|>"):
+    with pytest.raises(ValueError, match="unknown special tokens.*<\\|fim\\|>.*has only"):
         gpt2.encode("x", allowed_special={"<|fim|>"})
     with pytest.raises(ValueError, match='"all" or a set'):
         gpt2.encode("x", allowed_special="<|endoftext|>")
@@ -192,10 +197,10 @@ def test_ties_go_to_the_pair_whose_bytes_sort_first():
 
 
 def test_training_on_a_play_equals_naive_trainer_and_is_deterministic():
-    text = load_play("macbeth")[:40_000]
-    expected = naive_merges(text, 150)
-    assert fast_merges(text, 150) == expected
-    assert fast_merges(text, 150) == expected
+    text = load_play("macbeth")[:20_000]
+    expected = naive_merges(text, 100)
+    assert fast_merges(text, 100) == expected
+    assert fast_merges(text, 100) == expected
 
 
 @settings(max_examples=200, deadline=None)
@@ -208,7 +213,8 @@ def test_train_builds_a_working_tokenizer():
     text = load_play("macbeth")
     tok = GPT2Tokenizer.train(text, 300)
     assert tok.vocab_size == 300 and tok.eot_id == 299
-    assert len(tok.encode(text)) < len(text.encode("utf-8")) * 0.6
+    smaller = GPT2Tokenizer(tok.merges[:20])  # training is greedy: a prefix is a smaller run
+    assert len(tok.encode(text)) < len(smaller.encode(text)) < len(text.encode("utf-8"))
     sample = "Double, double toil and trouble; 火 🔥 <|endoftext|>"
     assert tok.decode(tok.encode(sample)) == sample
     assert tok.encode(sample, allowed_special="all")[-1] == 299
@@ -233,7 +239,7 @@ def test_save_load_round_trip(tmp_path, gpt2):
     gpt2.save(path)
     again = GPT2Tokenizer.load(path)
     assert again.merges == gpt2.merges and again.tokens == gpt2.tokens
-    text = load_play("macbeth")[:20_000]
+    text = load_play("macbeth")[:5_000]
     assert again.encode(text) == gpt2.encode(text)
 
 
@@ -251,6 +257,7 @@ def test_load_missing_file_says_what_to_do(tmp_path):
         '{"format": "gpt2-course-bpe", "pattern": "\\\\w+", "merges": []}',
         '{"format": "gpt2-course-bpe", "pattern": "PAT"}',
         '{"format": "gpt2-course-bpe", "pattern": "PAT", "merges": [[1, 2], [999, 3]]}',
+        '{"format": "gpt2-course-bpe", "pattern": "PAT", "merges": [[1, 2], [3, 4], [1, 2]]}',
         '{"format": "gpt2-course-bpe", "pattern": "PAT", "merges": [[1, 2, 3]]}',
         '{"format": "gpt2-course-bpe", "pattern": "PAT", "merges": [["a", "b"]]}',
     ],

@@ -205,6 +205,20 @@ def test_folder_without_weights_or_config(tmp_path, hf_model):
         load_model(tmp_path)
 
 
+def test_a_file_that_is_not_weights(tmp_path, hf_model):
+    hf_model.save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="config.json is not a weights file"):
+        load_model(tmp_path / "config.json")
+
+
+def test_missing_shard_is_named(tmp_path, hf_model):
+    hf_model.save_pretrained(tmp_path, max_shard_size="2MB")
+    shard = sorted(tmp_path.glob("model-*.safetensors"))[-1]
+    shard.unlink()
+    with pytest.raises(FileNotFoundError, match=shard.name):
+        load_model(tmp_path)
+
+
 def test_unsupported_config_is_refused(tmp_path, hf_model):
     hf_model.save_pretrained(tmp_path)
     config = json.loads((tmp_path / "config.json").read_text())

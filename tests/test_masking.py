@@ -106,7 +106,7 @@ def test_one_query_at_a_time_equals_all_at_once() -> None:
 
 
 def test_masked_keys_get_zero_weight_however_negative_the_visible_scores() -> None:
-    """A finite fill value (OpenAI's -1e10, old code's -1e4) loses to visible scores below it; -inf never does."""
+    """A finite fill (OpenAI's -1e10, old code's -1e4) loses to visible scores below it; -inf never does."""
     k = torch.ones(4, 8)
     q = torch.full((4, 8), -1e11)  # every score is -1e11 * 8 / sqrt(8), far below -1e10
     w = attention_weights(q, k, causal_mask(4))

@@ -187,9 +187,9 @@ def test_attention_layer_equals_transformers():
     torch.manual_seed(0)
     config = GPT2Config(n_layer=1, n_head=4, n_embd=32, n_ctx=16)
     ours = CausalSelfAttention(config)
-    hf_config = transformers.GPT2Config(n_embd=32, n_head=4, n_positions=16, attn_pdrop=0.0, resid_pdrop=0.0)
+    hf_config = transformers.GPT2Config(n_embd=32, n_head=4, n_positions=16, attn_pdrop=0.0, resid_pdrop=0.0,
+                                        attn_implementation="eager")
     hf = transformers.models.gpt2.modeling_gpt2.GPT2Attention(hf_config).eval()
-    hf.config._attn_implementation = "eager"
     with torch.no_grad():
         for name in ("c_attn", "c_proj"):
             getattr(ours, name).weight.normal_(0, 0.3)
