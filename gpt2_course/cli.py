@@ -49,7 +49,8 @@ def _train(args: argparse.Namespace) -> None:
 def _grade(args: argparse.Namespace) -> None:
     from gpt2_course.grading import grade_main
 
-    sys.exit(grade_main(args.paths, csv=args.csv, timeout=args.timeout))
+    code = grade_main(args.paths, csv=args.csv, timeout=args.timeout, question_timeout=args.question_timeout)
+    sys.exit(code)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("grade", help="grade submitted exercise notebooks")
     r.add_argument("paths", nargs="+", help="submitted .ipynb files")
     r.add_argument("--csv", default=None, help="also write the grades to this CSV file")
-    r.add_argument("--timeout", type=float, default=60.0, help="seconds allowed per question")
+    r.add_argument("--timeout", type=float, default=60.0, help="seconds a notebook's cells may run in all")
+    r.add_argument("--question-timeout", type=float, default=10.0, help="seconds for each question's tests")
     r.set_defaults(func=_grade)
     return p
 
