@@ -22,10 +22,11 @@ _EXPORTS = {
     "GPT2Config": "config",
     "attention": "attention", "attention_weights": "attention", "attention_heatmap": "plots",
     "causal_mask": "masking",
-    "CausalSelfAttention": "heads",
+    "CausalSelfAttention": "heads", "split_heads": "heads", "merge_heads": "heads", "attention_maps": "heads",
     "MLP": "mlp", "gelu_tanh": "mlp",
     "Block": "model", "GPT2": "model",
     "load_model": "loading", "save_model": "loading", "course_model": "loading",
+    "POCKET_DIR": "loading",
     # chapters 9-10
     "generate": "generate", "stream": "generate", "KVCache": "generate",
     "count_parameters": "params", "parameter_breakdown": "params",
