@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from gpt2_course.config import GPT2Config
 from gpt2_course.data import token_ids
