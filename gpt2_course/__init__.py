@@ -28,8 +28,10 @@ _EXPORTS = {
     "load_model": "loading", "save_model": "loading", "course_model": "loading",
     "POCKET_DIR": "loading",
     # chapters 9-10
-    "generate": "generate", "stream": "generate", "KVCache": "generate",
-    "count_parameters": "params", "parameter_breakdown": "params",
+    "generate": "generate", "stream": "generate", "KVCache": "generate", "LayerCache": "generate",
+    "generate_text": "generate", "sample_next": "generate",
+    "top_k_filter": "generate", "top_p_filter": "generate",
+    "count_parameters": "params", "parameter_breakdown": "params", "format_breakdown": "params",
     # appendix
     "TrainConfig": "train",
 }

@@ -2,35 +2,24 @@
 from __future__ import annotations
 
 import argparse
-import codecs
 import sys
 
 
 def _generate(args: argparse.Namespace) -> None:
-    import torch
-
-    from gpt2_course.data import EOT_TOKEN_ID, tiktoken_gpt2
-    from gpt2_course.generate import stream
+    from gpt2_course.generate import generate_text
     from gpt2_course.loading import load_model
 
-    enc = tiktoken_gpt2()
     model = load_model(args.model)
-    prompt = enc.encode(args.prompt) if args.prompt else [EOT_TOKEN_ID]
-    idx = torch.tensor([prompt])
-    gen = torch.Generator().manual_seed(args.seed)
-    # Tokens can end in the middle of a UTF-8 character: decode bytes incrementally.
-    utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    sys.stdout.write(args.prompt)
-    for token in stream(
-        model, idx, args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
-        top_p=args.top_p, generator=gen, eos_token_id=EOT_TOKEN_ID,
-    ):
-        token = int(token)
-        if token == EOT_TOKEN_ID:
-            break
-        sys.stdout.write(utf8.decode(enc.decode_single_token_bytes(token)))
+    pieces = generate_text(
+        model, args.prompt, args.max_new_tokens, temperature=args.temperature,
+        top_k=args.top_k, top_p=args.top_p, seed=args.seed,
+    )
+    first = next(pieces, "")  # bad arguments raise here, before anything is printed
+    sys.stdout.write(args.prompt + first)
+    for piece in pieces:
+        sys.stdout.write(piece)
         sys.stdout.flush()
-    sys.stdout.write(utf8.decode(b"", final=True) + "\n")
+    sys.stdout.write("\n")
 
 
 def _params(args: argparse.Namespace) -> None:
@@ -71,8 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("name", help="gpt2, gpt2-medium, gpt2-large, gpt2-xl or pocket")
     q.set_defaults(func=_params)
 
+    # `train` has its own parser (gpt2_course.train.main): its flags, --help included, pass through.
     t = sub.add_parser("train", help="pretrain a GPT-2 on Shakespeare (see appendix A1)", add_help=False)
-    t.add_argument("train_args", nargs=argparse.REMAINDER)
     t.set_defaults(func=_train)
 
     r = sub.add_parser("grade", help="grade submitted exercise notebooks")
@@ -85,7 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command == "train":
+        args.train_args = extra
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         args.func(args)
     except (ValueError, FileNotFoundError, ModuleNotFoundError, RuntimeError, KeyError) as err:
