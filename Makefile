@@ -4,7 +4,7 @@ PY    := .venv/bin/python
 STAMP := .venv/.installed
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
 
-.PHONY: book book-execute test check export exercises execute test-pretrained bench clean help
+.PHONY: book book-execute test check export exercises execute test-pretrained bench lock clean help
 
 help:
 	@echo "make book         build the HTML book into _build/html (offline, from stored outputs)"
@@ -16,6 +16,7 @@ help:
 	@echo "make book-execute re-execute every chapter (Jupyter Book cache) and build"
 	@echo "make test-pretrained  tests against OpenAI's gpt2 weights (needs the hub or its cache)"
 	@echo "make bench        run the benchmarks in benchmarks/"
+	@echo "make lock         re-pin requirements.txt to the packages in .venv"
 
 # torch first, pinned: any other spec can pull a multi-GB CUDA build.
 $(STAMP): requirements.txt pyproject.toml
@@ -56,6 +57,12 @@ test-pretrained: $(STAMP)
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done
+
+# Re-pin requirements.txt to what .venv holds now (after deliberately upgrading a package).
+lock: $(STAMP)
+	{ sed -n '1,3p' requirements.txt; echo "torch==2.13.0"; \
+	  .venv/bin/pip freeze --exclude-editable | grep -v -e '^torch==' -e '^-e '; } > requirements.tmp
+	mv requirements.tmp requirements.txt
 
 clean:
 	rm -rf _build .jupyter_cache
