@@ -299,7 +299,8 @@ def test_openai_name_is_taken_from_the_cache_offline(tmp_path, hf_model, hf_logi
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     n_layer, diff = run.stdout.split()
-    assert int(n_layer) == SIZES["n_layer"] and float(diff) <= 1e-4
+    # another process may sum in another order (threads, alignment): float32 rounding, not 1e-1 errors
+    assert int(n_layer) == SIZES["n_layer"] and float(diff) <= 1e-3
 
 
 @pytest.fixture(scope="module")
