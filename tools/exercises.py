@@ -14,7 +14,6 @@ The solutions must agree with `gpt2_course/grading.py`: the same questions, name
 """
 from __future__ import annotations
 
-import argparse
 import copy
 import re
 import sys
@@ -22,6 +21,9 @@ from pathlib import Path
 
 import nbformat
 import yaml
+
+sys.path.insert(0, str(Path(__file__).parent))
+from export import run_cli  # noqa: E402  (tools/ is not a package)
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = "exercises/solutions"
@@ -245,14 +247,7 @@ def write(root: Path = ROOT) -> list[str]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--check", action="store_true", help="report stale files instead of writing")
-    p.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)
-    args = p.parse_args()
-    problems = check(args.root) if args.check else write(args.root)
-    for line in problems:
-        print(line, file=sys.stderr)
-    sys.exit(1 if problems else 0)
+    run_cli(__doc__, check, write, ROOT)
 
 
 if __name__ == "__main__":

@@ -91,24 +91,34 @@ def check(root: Path = ROOT) -> list[str]:
     return problems
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--check", action="store_true", help="report drift instead of writing")
-    p.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)
-    args = p.parse_args()
-    if args.check:
-        problems = check(args.root)
-        for line in problems:
-            print(line, file=sys.stderr)
-        sys.exit(1 if problems else 0)
-    want = expected(args.root)
+def write(root: Path) -> list[str]:
+    """Regenerate every exported module and remove orphans; nothing to report afterwards."""
+    want = expected(root)
     for target, (_, text) in want.items():
         if not target.exists() or target.read_text(encoding="utf-8") != text:
             target.write_text(text, encoding="utf-8")
-            print(f"wrote {target.relative_to(args.root)}")
-    for stale in generated(args.root) - set(want):
+            print(f"wrote {target.relative_to(root)}")
+    for stale in generated(root) - set(want):
         stale.unlink()
-        print(f"removed {stale.relative_to(args.root)}")
+        print(f"removed {stale.relative_to(root)}")
+    return []
+
+
+def run_cli(doc: str, check_fn, write_fn, root: Path) -> None:
+    """The command line shared by the generators in tools/: `--check` reports what is out of date
+    (exit 1), no flag rewrites it."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--check", action="store_true", help="report what is out of date instead of writing")
+    p.add_argument("--root", type=Path, default=root, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    problems = check_fn(args.root) if args.check else write_fn(args.root)
+    for line in problems:
+        print(line, file=sys.stderr)
+    sys.exit(1 if problems else 0)
+
+
+def main() -> None:
+    run_cli(__doc__, check, write, ROOT)
 
 
 if __name__ == "__main__":
