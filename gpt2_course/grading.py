@@ -1660,6 +1660,26 @@ def _decay_cases() -> list[Case]:
     return [Case("a 2-layer GPT2", lambda f: tuple(sorted(f(model()))))]
 
 
+def _rename(text: str, mapping: dict[str, str], mode: str = "ok") -> str:
+    table = dict(mapping) if mode == "upper_only" else {
+        **mapping, **{old.title(): new.title() for old, new in mapping.items()}}
+    if mode == "chained":
+        for old, new in table.items():
+            text = re.sub(rf"\b{re.escape(old)}\b", new, text)
+        return text
+    bound = "" if mode == "substring" else r"\b"
+    pattern = bound + "(" + "|".join(map(re.escape, table)) + ")" + bound
+    return re.sub(pattern, lambda m: table[m.group(1)], text)
+
+
+def _rename_cases() -> list[Case]:
+    scene = ("ROMEO:\nJuliet, my love! Adriana, fetch the Nurse.\n\nJULIET:\nRomeo, Romeo!\n\n"
+             "ADRIANA:\nAy.\n\n[Exit ROMEO and JULIET]\n")
+    swap = {"ROMEO": "JULIET", "JULIET": "ROMEO", "ADRIAN": "BRUTUS"}
+    fresh = {"ROMEO": "ANTONY", "JULIET": "CLEOPATRA", "ADRIAN": "ROMEO"}
+    return [Case(f"the scene with {m}", lambda f, m=m: f(scene, dict(m))) for m in (swap, fresh)]
+
+
 @_exercise
 def _ex_A1_pretraining() -> Exercise:
     return Exercise("A1_pretraining", "Pretraining", [
@@ -1702,6 +1722,16 @@ def _ex_A1_pretraining() -> Exercise:
                 "by_name": "Names ending in 'weight' include the layer norms' gains (1-D): decide by the "
                            "tensor's dimension, p.dim() >= 2.",
             })),
+        Question("q5", "rename", 2, _rename, cases=_rename_cases, mistakes=_variants(_rename, {
+            "chained": "Names were renamed one after another, so a name produced by one replacement was "
+                       "replaced again by a later one (swap ROMEO and JULIET and both end up the same). "
+                       "Replace all names in one pass: one regular expression, and a function that looks "
+                       "each match up in the mapping.",
+            "substring": "A name inside a longer word was replaced too (ADRIAN inside ADRIANA): match whole "
+                         "words only, with \\b on both sides of the pattern.",
+            "upper_only": "The dialogue still says the old names: speakers are in capitals (ROMEO) but "
+                          "mentions are in title case (Romeo). Rename old.title() to new.title() as well.",
+        })),
     ])
 
 

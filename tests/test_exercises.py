@@ -553,6 +553,25 @@ def decay_param_names(model):
     ("A1_pretraining", "q4", "by_name"): """
 def decay_param_names(model):
     return sorted(n for n, _ in model.named_parameters() if "weight" in n)""",
+    ("A1_pretraining", "q5", "chained"): """
+import re
+def rename(text, mapping):
+    for old, new in mapping.items():
+        text = re.sub(rf"\\b{old}\\b", new, text)
+        text = re.sub(rf"\\b{old.title()}\\b", new.title(), text)
+    return text""",
+    ("A1_pretraining", "q5", "substring"): """
+def rename(text, mapping):
+    table = {**mapping, **{k.title(): v.title() for k, v in mapping.items()}}
+    out, i = "", 0
+    while i < len(text):
+        hit = next((k for k in table if text.startswith(k, i)), None)
+        out, i = (out + table[hit], i + len(hit)) if hit else (out + text[i], i + 1)
+    return out""",
+    ("A1_pretraining", "q5", "upper_only"): """
+import re
+def rename(text, mapping):
+    return re.sub(r"\\b[A-Z]+\\b", lambda m: mapping.get(m.group(), m.group()), text)""",
 }
 
 # Chapter 10's formula: every mistake is one line different from the solution.
