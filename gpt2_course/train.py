@@ -106,12 +106,27 @@ def cast_names(text: str, common: set[str]) -> list[str]:
     return sorted(w for w in words if w.lower() not in common)
 
 
+def casts_and_pool(plays: list[str]) -> tuple[list[list[str]], list[str]]:
+    """Each play's cast names (a name: a capitalised word the plays never use in lower case),
+    and the pool of all of them."""
+    common = {w for text in plays for w in re.findall(r"\b[a-z]+\b", text)}
+    casts = [cast_names(text, common) for text in plays]
+    return casts, sorted(set().union(*casts))
+
+
+def rename(text: str, mapping: dict[str, str]) -> str:
+    """`text` with each old name (capitals) replaced by its new one, in capitals and title case.
+    One pass over the text, whole words only, so that a swap really swaps."""
+    if not mapping:
+        return text
+    table = {**mapping, **{old.title(): new.title() for old, new in mapping.items()}}
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, table)) + r")\b")
+    return pattern.sub(lambda m: table[m.group(1)], text)
+
+
 def rename_cast(text: str, names: list[str], pool: list[str], rng: random.Random) -> str:
-    """`text` with each name swapped for a distinct random one from `pool`, in upper and title case."""
-    new = dict(zip(names, rng.sample(pool, len(names))))
-    new |= {old.title(): name.title() for old, name in new.items()}
-    pattern = re.compile(r"\b(" + "|".join(map(re.escape, new)) + r")\b")
-    return pattern.sub(lambda m: new[m.group(1)], text)
+    """`text` with each of `names` swapped for a distinct random name from `pool`."""
+    return rename(text, dict(zip(names, rng.sample(pool, len(names)))))
 
 
 def training_tokens(cast_shuffles: int, seed: int) -> np.ndarray:
@@ -120,13 +135,11 @@ def training_tokens(cast_shuffles: int, seed: int) -> np.ndarray:
     if cast_shuffles <= 0:
         return token_ids("train")
     plays = [load_play(name) for name in split_plays()[0]]
-    common = {w for text in plays for w in re.findall(r"\b[a-z]+\b", text)}
-    casts = [cast_names(text, common) for text in plays]
-    pool = sorted(set().union(*casts))
+    casts, pool = casts_and_pool(plays)
     rng, enc, ids = random.Random(seed), tiktoken_gpt2(), []
     for _ in range(cast_shuffles):
         for text, names in zip(plays, casts):
-            ids.extend(enc.encode_ordinary(rename_cast(text, names, pool, rng) if names else text))
+            ids.extend(enc.encode_ordinary(rename_cast(text, names, pool, rng)))
             ids.append(enc.eot_token)
     return np.array(ids, dtype=np.uint16)
 

@@ -651,7 +651,7 @@ def test_references_agree_with_the_course_package():
               ("06_multi_head_attention", "q3", merge_heads), ("07_mlp", "q2", gelu_tanh),
               ("09_sampling", "q2", generate.top_k_filter), ("09_sampling", "q3", generate.top_p_filter),
               ("09_sampling", "q4", generate.LayerCache), ("A1_pretraining", "q1", lr_at),
-              ("A1_pretraining", "q2", train.get_batch)]
+              ("A1_pretraining", "q2", train.get_batch), ("A1_pretraining", "q5", train.rename)]
     for exercise, qid, fn in course:
         result = grading.check_answer(exercise, qid, fn, allow_course_code=True)
         assert result.status == "pass", (exercise, qid, result)
