@@ -24,26 +24,15 @@ from transformers.utils import logging as hf_logging
 
 from gpt2_course.loading import save_model
 from gpt2_course.model import GPT2
-from gpt2_course.train import TrainConfig, _optimizer
+from gpt2_course.train import TrainConfig, _optimizer, optimizer_step
 
 Step = Callable[[torch.Tensor, torch.Tensor], float]
 
 
 def make_step(model: torch.nn.Module, forward: Callable, c: TrainConfig) -> Step:
-    """One training step of `model` through `forward(x, y) -> loss`, as train() does it."""
+    """One training step of `model` through `forward(x, y) -> loss`: train()'s own optimizer_step."""
     opt = _optimizer(model, c)
-    device = next(model.parameters()).device
-
-    def step(x: torch.Tensor, y: torch.Tensor) -> float:
-        with torch.autocast(device.type, dtype=torch.bfloat16):
-            loss = forward(x, y)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        return loss.item()
-
-    return step
+    return lambda x, y: optimizer_step(forward, x, y, model, opt, c.grad_clip)
 
 
 def main() -> None:

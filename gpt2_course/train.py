@@ -9,6 +9,7 @@ import math
 import random
 import re
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -19,13 +20,14 @@ from tqdm import tqdm
 
 from gpt2_course.config import GPT2Config
 from gpt2_course.data import load_play, split_plays, tiktoken_gpt2, token_ids
-from gpt2_course.loading import save_model
+from gpt2_course.loading import POCKET_DIR, load_model, save_model
 from gpt2_course.model import GPT2
 
 
 @dataclass
 class TrainConfig:
-    """Every knob of a pretraining run. The defaults made the shipped pocket model."""
+    """Every knob of a pretraining run. The defaults are the first of the two stages that made
+    the shipped pocket model; "The real run" below gives the second stage's flags."""
 
     n_layer: int = 6
     n_head: int = 6
@@ -44,6 +46,7 @@ class TrainConfig:
     seed: int = 1337
     compile: bool = False  # torch.compile: same model, about 1.8x faster on CPU, a minute to start
     cast_shuffles: int = 16  # copies of the training plays, each with a new random cast; 0 = off
+    init_from: str = ""  # a saved model folder (or "pocket") to continue from; "" = random weights
     out_dir: str = "runs/pocket"
 
     def model_config(self) -> GPT2Config:
@@ -151,6 +154,45 @@ def _optimizer(model: GPT2, c: TrainConfig) -> torch.optim.AdamW:
     return torch.optim.AdamW(groups, lr=c.lr, betas=(0.9, 0.95))
 
 
+def optimizer_step(
+    loss_of: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], x: torch.Tensor, y: torch.Tensor,
+    model: torch.nn.Module, opt: torch.optim.Optimizer, grad_clip: float,
+) -> float:
+    """One training step: the loss `loss_of(x, y)` under bfloat16 autocast, backward, gradient
+    clipping, the optimiser's update. Returns the loss."""
+    with torch.autocast(next(model.parameters()).device.type, dtype=torch.bfloat16):
+        loss = loss_of(x, y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return loss.item()
+
+
+def initial_model(c: TrainConfig) -> GPT2:
+    """Random weights, or those of c.init_from (a saved model folder, or "pocket") when a run
+    continues an earlier one; their shape must be the one c asks for."""
+    if not c.init_from:
+        return GPT2(c.model_config())
+    model = load_model(c.init_from).train()
+    if model.config != c.model_config():
+        raise ValueError(
+            f"init_from {c.init_from!r} is a {model.config}, but this run asks for a {c.model_config()}; "
+            "give the same --n-layer, --n-head, --n-embd and --n-ctx as the run that made it."
+        )
+    return model
+
+
+def earlier_stages(init_from: str) -> list[dict]:
+    """The training log of the model a run continues from, so that the new log tells the
+    whole story; empty for random weights or a model that has no log (OpenAI's)."""
+    if not init_from:
+        return []
+    path = POCKET_DIR if init_from == "pocket" and not Path(init_from).exists() else Path(init_from)
+    file = (path if path.is_dir() else path.parent) / "training_log.json"
+    return json.loads(file.read_text())["stages"] if file.is_file() else []
+
+
 def train(c: TrainConfig, progress: bool = True, until: int | None = None) -> tuple[GPT2, list[dict]]:
     """Pretrain a GPT-2 on the training plays; resumes from c.out_dir/ckpt.pt if present.
 
@@ -159,13 +201,12 @@ def train(c: TrainConfig, progress: bool = True, until: int | None = None) -> tu
     """
     if c.steps <= 0 or c.batch_size <= 0:
         raise ValueError(f"steps and batch_size must be positive, got {c.steps} and {c.batch_size}")
-    config = c.model_config()
     out = Path(c.out_dir)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(c.seed)
+    model = initial_model(c).to(device)
     train_data = torch.from_numpy(training_tokens(c.cast_shuffles, c.seed).astype(np.int64))
     val_data = torch.from_numpy(token_ids("validation").astype(np.int64))
-    model = GPT2(config).to(device)
     add_dropout(model, c.dropout)
     fast = torch.compile(model) if c.compile else model  # shares model's weights
     opt = _optimizer(model, c)
@@ -189,17 +230,12 @@ def train(c: TrainConfig, progress: bool = True, until: int | None = None) -> tu
         for group in opt.param_groups:
             group["lr"] = lr_at(step, c)
         x, y = (t.to(device) for t in get_batch(train_data, c.batch_size, c.n_ctx, gen))
-        with torch.autocast(device.type, dtype=torch.bfloat16):
-            _, loss = fast(x, y)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        record = {"step": step + 1, "train_loss": round(loss.item(), 4), "time": round(time.time() - t0, 1)}
+        loss = optimizer_step(lambda a, b: fast(a, b)[1], x, y, model, opt, c.grad_clip)
+        record = {"step": step + 1, "train_loss": round(loss, 4), "time": round(time.time() - t0, 1)}
         if (step + 1) % c.eval_every == 0 or step + 1 == c.steps:
             record["val_loss"] = round(evaluate(fast, val_data, c.n_ctx), 4)
         history.append(record)
-        bar.set_postfix(loss=f"{loss.item():.3f}", val=history[-1].get("val_loss", "-"))
+        bar.set_postfix(loss=f"{loss:.3f}", val=history[-1].get("val_loss", "-"))
         if (step + 1) % c.ckpt_every == 0 or step + 1 == stop:
             state = {"model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(),
                      "rng": torch.get_rng_state(),
@@ -210,12 +246,13 @@ def train(c: TrainConfig, progress: bool = True, until: int | None = None) -> tu
     if stop < c.steps:
         return model, history
     save_model(model.cpu(), out / "model", dtype=torch.float16)
-    (out / "model" / "training_log.json").write_text(json.dumps({"config": asdict(c), "history": history}))
+    stages = earlier_stages(c.init_from) + [{"config": asdict(c), "history": history}]
+    (out / "model" / "training_log.json").write_text(json.dumps({"stages": stages}))
     return model, history
 
 
-def main(argv: list[str] | None = None) -> None:
-    """`gpt2-course train [--steps N] [--out-dir DIR] ...`: every TrainConfig field is a flag."""
+def parse_config(argv: list[str] | None = None) -> TrainConfig:
+    """The TrainConfig that `gpt2-course train` flags describe: every field is a flag."""
     parser = argparse.ArgumentParser(prog="gpt2-course train", description=train.__doc__)
     for f in fields(TrainConfig):
         flag, kind = "--" + f.name.replace("_", "-"), type(f.default)
@@ -223,7 +260,12 @@ def main(argv: list[str] | None = None) -> None:
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default)
         else:
             parser.add_argument(flag, type=kind, default=f.default)
-    c = TrainConfig(**vars(parser.parse_args(argv)))
+    return TrainConfig(**vars(parser.parse_args(argv)))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`gpt2-course train [--steps N] [--out-dir DIR] ...`: train with the flags' TrainConfig."""
+    c = parse_config(argv)
     c.model_config()  # fail fast on an impossible shape
     model, history = train(c)
     print(json.dumps(history[-1]))
