@@ -27,7 +27,7 @@ from gpt2_course.model import GPT2
 @dataclass
 class TrainConfig:
     """Every knob of a pretraining run. The defaults are the first of the two stages that made
-    the shipped pocket model; "The real run" below gives the second stage's flags."""
+    the shipped pocket model; appendix A1's "The real run" gives the second stage's flags."""
 
     n_layer: int = 6
     n_head: int = 6
@@ -186,9 +186,10 @@ def initial_model(c: TrainConfig) -> GPT2:
 def earlier_stages(init_from: str) -> list[dict]:
     """The training log of the model a run continues from, so that the new log tells the
     whole story; empty for random weights or a model that has no log (OpenAI's)."""
-    if not init_from:
-        return []
-    path = POCKET_DIR if init_from == "pocket" and not Path(init_from).exists() else Path(init_from)
+    path = Path(init_from)
+    if not init_from or (not path.exists() and init_from != "pocket"):
+        return []  # random weights, or OpenAI's model from the hub
+    path = path if path.exists() else POCKET_DIR
     file = (path if path.is_dir() else path.parent) / "training_log.json"
     return json.loads(file.read_text())["stages"] if file.is_file() else []
 

@@ -89,6 +89,14 @@ def test_a_second_stage_continues_from_saved_weights_and_keeps_the_log(tmp_path)
     assert [s["config"]["seed"] for s in stages] == [1337, 7]
 
 
+def test_earlier_stages_come_from_the_model_folder_only():
+    from gpt2_course.train import earlier_stages
+
+    assert len(earlier_stages("pocket")) == 2  # the shipped model's two stages
+    assert earlier_stages(str(POCKET_DIR)) == earlier_stages("pocket")
+    assert earlier_stages("gpt2") == [] and earlier_stages("") == []  # hub model, random weights
+
+
 def test_init_from_a_model_of_another_shape_is_refused():
     with pytest.raises(ValueError, match="--n-embd"):
         initial_model(TrainConfig(init_from="pocket", n_embd=384))
