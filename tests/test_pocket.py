@@ -14,6 +14,8 @@ from gpt2_course.loading import POCKET_DIR, load_model
 from gpt2_course.train import TrainConfig, evaluate, initial_model, parse_config, train
 
 CARD = (POCKET_DIR / "README.md").read_text(encoding="utf-8")
+TINY_RUN = dict(n_layer=1, n_head=2, n_embd=16, n_ctx=32, batch_size=2, warmup=1,
+                eval_every=100, ckpt_every=100, cast_shuffles=1)  # a run of seconds, for the loop's tests
 
 
 def card_figure(label: str) -> float:
@@ -73,8 +75,7 @@ def test_training_log_matches_the_documented_commands():
 def test_a_second_stage_continues_from_saved_weights_and_keeps_the_log(tmp_path):
     import json
 
-    tiny = dict(n_layer=1, n_head=2, n_embd=16, n_ctx=32, batch_size=2, warmup=1, steps=2,
-                eval_every=100, ckpt_every=100, cast_shuffles=1)
+    tiny = {**TINY_RUN, "steps": 2}
     _, first = train(TrainConfig(out_dir=str(tmp_path / "a"), **tiny), progress=False)
     second = TrainConfig(out_dir=str(tmp_path / "b"), init_from=str(tmp_path / "a" / "model"), seed=7, **tiny)
     start = initial_model(second)
@@ -105,8 +106,7 @@ def test_init_from_a_model_of_another_shape_is_refused():
 
 
 def test_training_resumes_exactly(tmp_path):
-    tiny = dict(n_layer=1, n_head=2, n_embd=16, n_ctx=32, batch_size=2, warmup=1, steps=4,
-                eval_every=100, ckpt_every=100, cast_shuffles=1)
+    tiny = {**TINY_RUN, "steps": 4}
     _, straight = train(TrainConfig(out_dir=str(tmp_path / "a"), **tiny), progress=False)
     train(TrainConfig(out_dir=str(tmp_path / "b"), **tiny), progress=False, until=2)
     resumed_model, resumed = train(TrainConfig(out_dir=str(tmp_path / "b"), **tiny), progress=False)
