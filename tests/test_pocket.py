@@ -1,4 +1,5 @@
 """The shipped pocket GPT-2: its model card's figures are reproduced from the shipped weights."""
+import json
 import re
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import torch
 from gpt2_course.bigram import BigramModel
 from gpt2_course.data import token_ids
 from gpt2_course.loading import POCKET_DIR, load_model
-from gpt2_course.train import TrainConfig, evaluate, initial_model, parse_config, train
+from gpt2_course.train import TrainConfig, earlier_stages, evaluate, initial_model, parse_config, train
 
 CARD = (POCKET_DIR / "README.md").read_text(encoding="utf-8")
 TINY_RUN = dict(n_layer=1, n_head=2, n_embd=16, n_ctx=32, batch_size=2, warmup=1,
@@ -58,8 +59,6 @@ def documented_commands() -> list[list[str]]:
 
 
 def test_training_log_matches_the_documented_commands():
-    import json
-
     stages = json.loads((POCKET_DIR / "training_log.json").read_text())["stages"]
     commands = documented_commands()
     assert len(commands) == len(stages) >= 1, "the card documents one command per training stage"
@@ -73,8 +72,6 @@ def test_training_log_matches_the_documented_commands():
 
 
 def test_a_second_stage_continues_from_saved_weights_and_keeps_the_log(tmp_path):
-    import json
-
     tiny = {**TINY_RUN, "steps": 2}
     _, first = train(TrainConfig(out_dir=str(tmp_path / "a"), **tiny), progress=False)
     second = TrainConfig(out_dir=str(tmp_path / "b"), init_from=str(tmp_path / "a" / "model"), seed=7, **tiny)
@@ -91,8 +88,6 @@ def test_a_second_stage_continues_from_saved_weights_and_keeps_the_log(tmp_path)
 
 
 def test_earlier_stages_come_from_the_model_folder_only():
-    from gpt2_course.train import earlier_stages
-
     assert len(earlier_stages("pocket")) == 2  # the shipped model's two stages
     assert earlier_stages(str(POCKET_DIR)) == earlier_stages("pocket")
     assert earlier_stages("gpt2") == [] and earlier_stages("") == []  # hub model, random weights
