@@ -1,15 +1,19 @@
 # Two commands do everything on a fresh machine:  make book   and   make test
+# Notebooks are executed (make execute) and checked (make test: conftest.py) in one pinned numeric
+# environment, tools/numeric_env.py, so stored outputs reproduce on any x86-64 CPU.
 SHELL := /bin/bash
 PY    := .venv/bin/python
 STAMP := .venv/.installed
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
 
-.PHONY: book book-execute test check export exercises execute test-pretrained bench lock clean help
+.PHONY: book book-execute check-book lab test check export exercises execute test-pretrained bench lock clean help
 
 help:
 	@echo "make book         build the HTML book into _build/html (offline, from stored outputs)"
 	@echo "make test         lint + export check + unit tests + nbval over every chapter (what CI runs)"
 	@echo "make check        fast checks only: ruff, notebook->package sync, exercise blanks"
+	@echo "make lab          open the chapters in JupyterLab, in the course's environment"
+	@echo "make check-book   build the book, then check every page in Chromium (part of make test)"
 	@echo "make export       regenerate gpt2_course/*.py from the chapters' '#| export' cells"
 	@echo "make exercises    regenerate the blank exercise notebooks from the solutions"
 	@echo "make execute NB=chapters/03_embeddings.ipynb   re-run one notebook top to bottom, in place"
@@ -30,15 +34,29 @@ book: $(STAMP)
 	.venv/bin/jupyter-book build . --warningiserror --keep-going
 	@echo "open _build/html/index.html"
 
+# Every page of the built book in Debian's Chromium (apt-get install chromium), offline;
+# screenshots of each chapter land in _build/screenshots/ (tools/check_book.py).
+check-book: book
+	$(PY) tools/check_book.py
+
+# JupyterLab from .venv, rooted at the repository and opened on chapters/ (make lab LAB_ARGS=--no-browser).
+# Jupyter refuses to run as root without --allow-root (containers, CI).
+lab: $(STAMP)
+	.venv/bin/jupyter lab --ServerApp.default_url=/lab/tree/chapters \
+	  $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+
 book-execute: $(STAMP)
 	mkdir -p _build
 	sed 's/execute_notebooks: "off"/execute_notebooks: cache/' _config.yml > _build/_config_execute.yml
-	.venv/bin/jupyter-book build . --config _build/_config_execute.yml --warningiserror --keep-going
+	$(PY) tools/numeric_env.py -- .venv/bin/jupyter-book build . --config _build/_config_execute.yml \
+	  --warningiserror --keep-going
 
 check: $(STAMP)
-	.venv/bin/ruff check gpt2_course tools tests benchmarks
+	.venv/bin/ruff check gpt2_course tools tests benchmarks conftest.py
 	$(PY) tools/export.py --check
+	$(PY) tools/check_api.py
 	$(PY) tools/exercises.py --check
+	$(PY) tools/check_numbers.py
 
 export: $(STAMP)
 	$(PY) tools/export.py
@@ -50,7 +68,9 @@ execute: $(STAMP)
 	$(PY) tools/execute.py $(NB)
 
 test: $(STAMP) check
+	$(PY) tools/numeric_env.py --describe
 	$(PY) -m pytest tests chapters $(NBVAL) -q
+	$(MAKE) check-book
 
 test-pretrained: $(STAMP)
 	GPT2_COURSE_PRETRAINED=1 $(PY) -m pytest tests -q -m pretrained

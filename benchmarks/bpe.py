@@ -1,17 +1,20 @@
 """Encode throughput on the 38 plays: chapter 2's GPT2Tokenizer, Hugging Face's pure-Python
 ("slow") GPT2Tokenizer and tiktoken, all built from the same local GPT-2 vocabulary files.
 
-Usage: python benchmarks/bpe.py [--repeat N]
+Usage: python benchmarks/bpe.py [--repeat N] [--json PATH]
 
 Each tokenizer is built fresh (empty caches) and encodes every play once ("cold"), then again
 ("warm", caches full); with --repeat N the best of N such runs is kept. Throughput is measured in
 CPU time of this process (time.process_time), because on a shared machine wall-clock time mostly
 measures the other processes; the wall-clock figure is printed alongside. The script exits with an
 error if the three tokenizers do not produce identical ids. Goal: ours >= 1.0x the pure-Python peer.
+With --json the results are also written to PATH; chapter 2 prints its table from
+benchmarks/results/bpe.json, so the page shows a measurement, not typed numbers.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import sys
@@ -60,6 +63,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--repeat", type=int, default=1, help="keep the best of N runs (default 1)")
+    parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
 
     texts = [load_play(name) for name in list_plays()]
@@ -92,6 +96,17 @@ def main() -> None:
     ours = results[next(iter(results))]
     verdict = "met" if ours[0] >= peer[0] and ours[1] >= peer[1] else "NOT met"
     print(f"\ngoal ours >= 1.0x the pure-Python peer (cold and warm): {verdict}")
+    if args.json:
+        record = {
+            "command": "python benchmarks/bpe.py " + " ".join(sys.argv[1:]),
+            "python": platform.python_version(), "cpus": os.cpu_count(), "repeat": args.repeat,
+            "megabytes": round(mb, 3), "plays": len(texts),
+            "mb_per_s": {name: {"cold": round(c, 3), "warm": round(w, 3), "cold_wall": round(wl, 3)}
+                         for name, (c, w, wl) in results.items()},
+        }
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(record, f, indent=1)
+            f.write("\n")
 
 
 if __name__ == "__main__":

@@ -1,27 +1,30 @@
-"""Generation speed: our GPT-2 with and without the KV cache, against transformers' `generate`.
+"""Generation speed against the memory-bandwidth bound, and against transformers' `generate`.
 
-Batch 1, float32, a gpt2-sized model (GPT2Config.from_name("gpt2")) with seeded random weights,
-a 32-token prompt, 128 new greedy tokens. The weights are written once with `save_model` (Hugging
-Face layout); each variant loads them in its own worker process, so the peak resident memory it
-reports (ru_maxrss) is its own. The three variants must produce identical tokens.
+Batch 1, a gpt2-sized model (GPT2Config.from_name("gpt2")) with seeded random float32 weights, a
+32-token prompt, 128 new greedy tokens, with 1 and with 2 threads. Variants: the package's
+`generate` (KV cache) in float32, in bf16 and with int8 weights in the blocks (appendix A2), and
+transformers' `generate` in float32. The weights are written once with `save_model` (Hugging Face
+layout); each variant loads them in its own worker process, so the peak resident memory it reports
+(ru_maxrss) is its own. The float32 variants must produce identical tokens.
 
-The workers take turns, one generation each per round, so that a machine whose load changes
-(a shared one) slows every variant alike; each variant's best round counts. Besides wall-clock
-tokens/s the table gives tokens per CPU-second of the worker, which other processes on the
-machine barely disturb (with one thread it is the compute rate; with more, CPU time sums the threads).
+The workers take turns, one generation each per round, so that a machine whose load changes (a
+shared one) slows every variant alike; each variant's median round counts. Besides wall-clock
+tokens/s the table gives tokens per CPU-second of the worker, which other processes on the machine
+disturb less (with one thread it is the compute rate; with more, CPU time sums the threads).
 
-Also prints the memory-bandwidth bound: a batch-1 step reads every weight once (the output head
-reads all of wte; the position table only one row), so tokens/s cannot exceed
-bandwidth / bytes of weights per token, with the bandwidth measured on 1 GiB (a copy, and a
-matrix-vector product). A CPU whose last-level cache holds much of the model can beat that bound.
+The bound: a batch-1 decode step reads every weight once, so tokens/s cannot exceed the copy
+bandwidth (measured on 256 MiB with the same number of threads) divided by the bytes of weights
+read per token. A CPU whose last-level cache holds much of the model can beat it.
 
-Usage: python benchmarks/generate.py [--prompt-tokens 32] [--new-tokens 128] [--repeats 5]
+Usage: python benchmarks/generate.py [--prompt-tokens 32] [--new-tokens 128] [--repeats 3] [--threads 1 2]
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,20 +34,23 @@ from pathlib import Path
 import torch
 
 from gpt2_course.config import GPT2Config
+from gpt2_course.fast import copy_bandwidth, quantize_int8, to_bf16, weight_bytes_per_token
 from gpt2_course.generate import generate
 from gpt2_course.loading import load_model, save_model
 from gpt2_course.model import GPT2
-from gpt2_course.params import count_parameters
 
 VARIANTS = {
-    "ours, KV cache": "ours-cache",
-    "ours, no cache": "ours-nocache",
-    "transformers generate": "transformers",
+    "ours, float32": "ours",
+    "transformers, float32": "transformers",
+    "ours, bf16": "ours-bf16",
+    "ours, int8 blocks": "ours-int8",
 }
+BASE, OURS = "transformers, float32", "ours, float32"
 
 
-def worker(variant: str, weights: Path, prompt: list[int], new_tokens: int) -> None:
+def worker(variant: str, weights: Path, prompt: list[int], new_tokens: int, threads: int) -> None:
     """Load the weights, warm up, then answer each line on stdin with one timed generation (JSON)."""
+    torch.set_num_threads(threads)
     idx = torch.tensor([prompt])
     if variant == "transformers":
         from transformers import GPT2LMHeadModel
@@ -52,6 +58,7 @@ def worker(variant: str, weights: Path, prompt: list[int], new_tokens: int) -> N
         model = GPT2LMHeadModel.from_pretrained(weights, dtype=torch.float32).eval()
         model.generation_config.eos_token_id = None  # never stop early: ours does not either
         model.generation_config.pad_token_id = 0
+        nbytes = 4 * (sum(p.numel() for p in model.parameters()) - model.transformer.wpe.weight.numel())
 
         def run(n: int) -> torch.Tensor:
             with torch.no_grad():
@@ -59,13 +66,15 @@ def worker(variant: str, weights: Path, prompt: list[int], new_tokens: int) -> N
                                       do_sample=False, use_cache=True)
     else:
         model = load_model(weights)
-        use_cache = variant == "ours-cache"
+        if variant != "ours":
+            model = (to_bf16 if variant == "ours-bf16" else quantize_int8)(model)
+        nbytes = weight_bytes_per_token(model)
 
         def run(n: int) -> torch.Tensor:
-            return generate(model, idx, n, temperature=0, use_cache=use_cache)
+            return generate(model, idx, n, temperature=0)
 
     run(8)  # warm-up: first calls allocate and pick kernels
-    print(json.dumps({"ready": True}), flush=True)
+    print(json.dumps({"ready": True, "weight_bytes": nbytes}), flush=True)
     for _ in sys.stdin:
         wall, cpu = time.perf_counter(), time.process_time()
         out = run(new_tokens)
@@ -73,95 +82,86 @@ def worker(variant: str, weights: Path, prompt: list[int], new_tokens: int) -> N
         print(json.dumps({
             "tokens": out[0, len(prompt):].tolist(), "wall": wall, "cpu": cpu,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # KiB on Linux
-            "threads": torch.get_num_threads(),
         }), flush=True)
 
 
-def bandwidth(nbytes: int = 2**30, repeats: int = 5) -> tuple[float, float]:
-    """Bytes per second (copy: read + write; matvec: read) over nbytes, far more than the caches hold.
+def measure(threads: int, weights: str, prompt: list[int], args: argparse.Namespace) -> dict[str, dict]:
+    """Interleaved rounds of every variant with `threads` threads; per variant its rounds and weight bytes."""
+    workers, info = {}, {}
+    for label, variant in VARIANTS.items():  # loaded one after another: their loading peaks stay apart
+        cmd = [sys.executable, __file__, "--worker", variant, "--weights", weights, "--threads", str(threads),
+               "--prompt", json.dumps(prompt), "--new-tokens", str(args.new_tokens)]
+        workers[label] = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        if not (line := workers[label].stdout.readline()):
+            sys.exit(f"the {label} worker failed to start (its error is above)")
+        info[label] = {"weight_bytes": json.loads(line)["weight_bytes"], "rounds": []}
+    for r in range(args.repeats):
+        labels = list(VARIANTS)
+        for label in labels[r % len(labels):] + labels[: r % len(labels)]:  # rotate who goes first
+            workers[label].stdin.write("run\n")
+            workers[label].stdin.flush()
+            if not (line := workers[label].stdout.readline()):
+                sys.exit(f"the {label} worker died (its error is above)")
+            info[label]["rounds"].append(json.loads(line))
+    for w in workers.values():
+        w.stdin.close()
+        w.wait()
+    return info
 
-    A copy is the usual yardstick; a matrix-vector product is what a batch-1 step is made of.
-    """
-    src = torch.ones(nbytes // 4 // 4096, 4096)
-    dst, x = torch.empty_like(src), torch.ones(4096)
 
-    def best(fn) -> float:
-        fn()
-        times = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-        return min(times)
-
-    return 2 * nbytes / best(lambda: dst.copy_(src)), nbytes / best(lambda: torch.mv(src, x))
+def report(threads: int, info: dict[str, dict], new_tokens: int) -> bool:
+    """Print one thread setting's table; return whether the float32 variants agree on every token."""
+    torch.set_num_threads(threads)
+    bandwidth = copy_bandwidth()
+    print(f"\n{threads} thread(s): copy bandwidth {bandwidth / 1e9:.1f} GB/s, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print(f"{'variant':22s} {'MB/token':>9s} {'bound':>7s} {'tokens/s':>9s} {'of bound':>9s} {'vs tf':>7s} "
+          f"{'tok/CPU-s':>10s} {'vs tf':>7s} {'peak RSS':>9s}")
+    wall = {label: statistics.median(r["wall"] for r in v["rounds"]) for label, v in info.items()}
+    cpu = {label: statistics.median(r["cpu"] for r in v["rounds"]) for label, v in info.items()}
+    for label, v in info.items():
+        bound = bandwidth / v["weight_bytes"]
+        rate = new_tokens / wall[label]
+        print(f"{label:22s} {v['weight_bytes'] / 1e6:9.1f} {bound:7.1f} {rate:9.1f} {rate / bound:9.0%} "
+              f"{wall[BASE] / wall[label]:6.2f}x {new_tokens / cpu[label]:10.1f} "
+              f"{cpu[BASE] / cpu[label]:6.2f}x {v['rounds'][-1]['peak_rss_mb']:6.0f} MB")
+    reference = info[BASE]["rounds"][0]["tokens"]
+    same = all(r["tokens"] == reference for label in (BASE, OURS) for r in info[label]["rounds"])
+    agree = {label: sum(a == b for a, b in zip(v["rounds"][0]["tokens"], reference, strict=True)) / new_tokens
+             for label, v in info.items() if label not in (BASE, OURS)}
+    print(f"ours float32 vs transformers: identical tokens in every round: {same}; "
+          + ", ".join(f"{label} agrees on {a:.0%} of the tokens" for label, a in agree.items()))
+    return same
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--prompt-tokens", type=int, default=32)
     p.add_argument("--new-tokens", type=int, default=128)
-    p.add_argument("--repeats", type=int, default=5, help="rounds; each variant's best round counts")
+    p.add_argument("--repeats", type=int, default=3, help="interleaved rounds; each variant's median counts")
+    p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--worker", choices=list(VARIANTS.values()), help=argparse.SUPPRESS)
     p.add_argument("--weights", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--prompt", type=str, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
-        worker(args.worker, args.weights, json.loads(args.prompt), args.new_tokens)
+        worker(args.worker, args.weights, json.loads(args.prompt), args.new_tokens, args.threads[0])
         return
 
     config = GPT2Config.from_name("gpt2")
     torch.manual_seed(0)
     prompt = torch.randint(0, config.vocab_size, (args.prompt_tokens,)).tolist()
-    print(f"gpt2-sized model ({count_parameters(config):,} parameters, random weights, seed 0), float32, "
-          f"batch 1, {args.prompt_tokens}-token prompt, {args.new_tokens} new greedy tokens, "
-          f"best of {args.repeats} interleaved rounds")
-    rounds: dict[str, list[dict]] = {label: [] for label in VARIANTS}
+    print(f"gpt2-sized model, random weights (seed 0), batch 1, {args.prompt_tokens}-token prompt, "
+          f"{args.new_tokens} new greedy tokens, median of {args.repeats} interleaved rounds, "
+          f"torch {torch.__version__}")
+    print("bound: copy bandwidth / weight bytes per token; 'vs tf': speed relative to transformers generate")
+    all_same = True
     with tempfile.TemporaryDirectory() as tmp:
         save_model(GPT2(config), tmp)
-        workers = {}
-        for label, variant in VARIANTS.items():  # loaded one after another: their loading peaks stay apart
-            cmd = [sys.executable, __file__, "--worker", variant, "--weights", tmp,
-                   "--prompt", json.dumps(prompt), "--new-tokens", str(args.new_tokens)]
-            workers[label] = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-            if not workers[label].stdout.readline():
-                sys.exit(f"the {label} worker failed to start (its error is above)")
-        for r in range(args.repeats):
-            labels = list(VARIANTS)
-            for label in labels[r % 3:] + labels[: r % 3]:  # rotate who goes first
-                workers[label].stdin.write("run\n")
-                workers[label].stdin.flush()
-                if not (line := workers[label].stdout.readline()):
-                    sys.exit(f"the {label} worker died (its error is above)")
-                rounds[label].append(json.loads(line))
-        for w in workers.values():
-            w.stdin.close()
-            w.wait()
-
-    print(f"torch {torch.__version__}, {rounds['ours, KV cache'][0]['threads']} thread(s)")
-    wall = {label: min(r["wall"] for r in rs) for label, rs in rounds.items()}
-    cpu = {label: min(r["cpu"] for r in rs) for label, rs in rounds.items()}
-    base = "transformers generate"
-    print(f"{'variant':24s} {'tokens/s':>9s} {'ratio':>7s} {'tokens/CPU-s':>13s} {'ratio':>7s} "
-          f"{'peak RSS':>11s}")
-    for label, rs in rounds.items():
-        print(f"{label:24s} {args.new_tokens / wall[label]:9.1f} {wall[base] / wall[label]:6.2f}x "
-              f"{args.new_tokens / cpu[label]:13.1f} {cpu[base] / cpu[label]:6.2f}x "
-              f"{rs[-1]['peak_rss_mb']:8.0f} MB")
-    print("(ratio: speed relative to transformers generate)")
-    same = all(r["tokens"] == rounds[base][0]["tokens"] for rs in rounds.values() for r in rs)
-    print("identical tokens in all three (every round):", same)
-
-    copy, read = bandwidth()
-    weight_bytes = 4 * (count_parameters(config) - config.n_ctx * config.n_embd)
-    cached = args.new_tokens / wall["ours, KV cache"]
-    print(f"weights read per token: {weight_bytes / 1e6:.1f} MB "
-          "(float32, all but wpe; the head reads all of wte)")
-    for what, bw in [("copy (read + write)", copy), ("matvec (read)", read)]:
-        print(f"{what:20s} {bw / 1e9:5.1f} GB/s -> bound {bw / weight_bytes:5.1f} tokens/s; "
-              f"ours with cache (wall) runs at {cached / (bw / weight_bytes):.0%} of it")
-    if not same:
-        sys.exit("the variants produced different tokens")
+        for threads in args.threads:
+            all_same &= report(threads, measure(threads, tmp, prompt, args), args.new_tokens)
+    if not all_same:
+        sys.exit("ours and transformers produced different tokens")
 
 
 if __name__ == "__main__":

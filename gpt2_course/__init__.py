@@ -3,10 +3,18 @@
 Every module except this file, `cli.py` and `grading.py` is generated from the chapter
 notebooks by `make export`. Names are imported lazily so that `import gpt2_course` stays
 fast and a learner who has only reached chapter 3 can already use what chapters 1-3 built.
+
+`gpt2_course.NAME` is the object `_EXPORTS` documents, whatever was imported before: the
+modules `attention` and `generate` share their name with their main function, and the
+function wins (`import gpt2_course.generate as m` gives the function too). Reach such a
+module's other names with `from gpt2_course.generate import ...`.
+`make check` (tools/check_api.py) fails when a name here is not defined in its module.
 """
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any
 
 __version__ = "0.1.0"
@@ -37,6 +45,18 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
+
+
+class _Package(types.ModuleType):
+    def __setattr__(self, name: str, value: Any) -> None:
+        # `import gpt2_course.generate` ends with setattr(package, "generate", <module>), which
+        # would shadow the function `generate` for every later read: keep the function.
+        if name in _EXPORTS and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:

@@ -36,10 +36,9 @@ def _train(args: argparse.Namespace) -> None:
 
 
 def _grade(args: argparse.Namespace) -> None:
-    from gpt2_course.grading import grade_main
+    from gpt2_course.grading.batch import run
 
-    code = grade_main(args.paths, csv=args.csv, timeout=args.timeout, question_timeout=args.question_timeout)
-    sys.exit(code)
+    sys.exit(run(args))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,11 +63,16 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("train", help="pretrain a GPT-2 on Shakespeare (see appendix A1)", add_help=False)
     t.set_defaults(func=_train)
 
-    r = sub.add_parser("grade", help="grade submitted exercise notebooks")
-    r.add_argument("paths", nargs="+", help="submitted .ipynb files")
-    r.add_argument("--csv", default=None, help="also write the grades to this CSV file")
-    r.add_argument("--timeout", type=float, default=60.0, help="seconds a notebook's cells may run in all")
-    r.add_argument("--question-timeout", type=float, default=10.0, help="seconds for each question's tests")
+    r = sub.add_parser("grade", help="grade submitted exercise notebooks, each in its own sandbox")
+    r.add_argument("paths", nargs="+", help="submitted notebooks, or folders of them")
+    r.add_argument("--csv", default=None, help="also write the grades to this CSV file (row by row)")
+    r.add_argument("--timeout", type=float, default=60.0,
+                   help="seconds each notebook's own cells may run, in total (default 60)")
+    r.add_argument("--question-timeout", type=float, default=10.0,
+                   help="seconds each question's tests may run (default 10)")
+    r.add_argument("--exercise", default=None, metavar="ID",
+                   help="grade every file as this exercise (e.g. 05_masking), whatever its name says")
+    r.add_argument("--jobs", type=int, default=1, help="submissions graded at the same time (default 1)")
     r.set_defaults(func=_grade)
     return p
 

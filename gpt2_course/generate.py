@@ -8,8 +8,11 @@ from collections.abc import Iterator
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from gpt2_course.data import EOT_TOKEN_ID, tiktoken_gpt2
+from gpt2_course.heads import merge_heads
+from gpt2_course.masking import causal_mask
 
 
 def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
@@ -50,6 +53,11 @@ def sample_next(
     """One token id per row of logits [B, V], as [B, 1]: the argmax if temperature is 0, else a
     draw from softmax(logits / temperature) after the top-k and top-p filters."""
     check_sampling(temperature, top_k, top_p)
+    return _draw(logits, temperature, top_k, top_p, generator)
+
+
+def _draw(logits, temperature, top_k, top_p, generator) -> torch.Tensor:
+    """sample_next without the argument checks, for a loop that checked them once."""
     if temperature == 0:
         return logits.argmax(dim=-1, keepdim=True)
     logits = logits.float() / temperature
@@ -81,11 +89,36 @@ class LayerCache:
         return 0 if self.k is None else self.k.size(-2)
 
 
-class KVCache:
-    """One LayerCache per block; `length` is how many positions the model has processed so far."""
+class PreallocatedLayerCache:
+    """A LayerCache that allocates room for max_len positions once and writes each step's keys and
+    values in place: no torch.cat, which copies the whole history at every step (appendix A2)."""
 
-    def __init__(self, n_layer: int) -> None:
-        self.layers = [LayerCache() for _ in range(n_layer)]
+    def __init__(self, max_len: int) -> None:
+        self.max_len, self.length = max_len, 0
+        self.k_buf: torch.Tensor | None = None  # [B, n_head, max_len, head_dim]
+        self.v_buf: torch.Tensor | None = None
+
+    def update(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write the new positions' keys and values after the cached ones; return all of them (views)."""
+        start, end = self.length, self.length + k.size(-2)
+        if end > self.max_len:
+            raise ValueError(f"the cache holds {self.max_len} positions and is asked for {end}: "
+                             "create the KVCache with a larger max_len.")
+        if self.k_buf is None:
+            B, H, _, D = k.shape
+            self.k_buf, self.v_buf = k.new_empty(B, H, self.max_len, D), v.new_empty(B, H, self.max_len, D)
+        self.k_buf[:, :, start:end], self.v_buf[:, :, start:end] = k, v
+        self.length = end
+        return self.k_buf[:, :, :end], self.v_buf[:, :, :end]
+
+
+class KVCache:
+    """One layer cache per block; `length` is how many positions the model has processed so far.
+    With max_len, each layer preallocates that many positions (PreallocatedLayerCache)."""
+
+    def __init__(self, n_layer: int, max_len: int | None = None) -> None:
+        new = LayerCache if max_len is None else lambda: PreallocatedLayerCache(max_len)
+        self.layers = [new() for _ in range(n_layer)]
 
     @property
     def length(self) -> int:
@@ -93,13 +126,16 @@ class KVCache:
 
 
 def _prompt(model: nn.Module, idx: torch.Tensor, max_new_tokens: int) -> torch.Tensor:
-    """Check the prompt [B, T] and the budget; an empty prompt becomes <|endoftext|>."""
+    """Check the prompt [B, T] and the budget, once per call; an empty prompt becomes <|endoftext|>."""
     if not isinstance(idx, torch.Tensor) or idx.dim() != 2:
         raise ValueError("idx must be a [batch, time] tensor of token ids, e.g. torch.tensor([ids]).")
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}.")
     if idx.size(1) == 0:
         idx = torch.full((idx.size(0), 1), EOT_TOKEN_ID, dtype=torch.long, device=idx.device)
+    vocab_size = model.config.vocab_size
+    if idx.dtype not in (torch.int64, torch.int32) or not 0 <= idx.min() <= idx.max() < vocab_size:
+        raise ValueError(f"idx must hold integer token ids in 0..{vocab_size - 1} (the vocabulary's size).")
     n_ctx = model.config.n_ctx
     if idx.size(1) + max_new_tokens > n_ctx:
         raise ValueError(
@@ -110,19 +146,34 @@ def _prompt(model: nn.Module, idx: torch.Tensor, max_new_tokens: int) -> torch.T
     return idx
 
 
+def next_logits(model: nn.Module, idx: torch.Tensor, cache: KVCache) -> torch.Tensor:
+    """model(idx, cache=cache)[:, -1], the logits [B, V] of the token after idx [B, T], made for the
+    generation loop (appendix A2 measures each change): no input checks (the loop checks the prompt
+    once), PyTorch's fused attention, and the output head applied to the last position only."""
+    T, past = idx.size(1), cache.length
+    x = model.wte(idx) + model.wpe.weight[past : past + T]  # [B, T, C]
+    mask = causal_mask(T, past + T, device=idx.device) if T > 1 else None  # a single new token sees all
+    for block, kv in zip(model.h, cache.layers, strict=True):
+        q, k, v = block.attn.qkv(block.ln_1(x))  # each [B, n_head, T, head_dim]
+        k, v = kv.update(k, v)  # [B, n_head, past + T, head_dim]
+        x = x + block.attn.c_proj(merge_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=mask)))
+        x = x + block.mlp(block.ln_2(x))
+    return model.ln_f(x[:, -1]) @ model.wte.weight.T  # [B, V]
+
+
 @torch.no_grad()
 def _steps(model, idx, max_new_tokens, temperature, top_k, top_p, use_cache, generator, eos_token_id):
-    cache = KVCache(model.config.n_layer) if use_cache else None
+    cache = KVCache(model.config.n_layer, max_len=idx.size(1) + max_new_tokens) if use_cache else None
     done = torch.zeros(idx.size(0), dtype=torch.bool, device=idx.device)
     context = idx
     for _ in range(max_new_tokens):
-        logits = model(context, cache=cache)[:, -1]
-        token = sample_next(logits, temperature, top_k, top_p, generator)
+        logits = next_logits(model, context, cache) if use_cache else model(context)[:, -1]
+        token = _draw(logits, temperature, top_k, top_p, generator)
         if eos_token_id is not None:
             token = token.masked_fill(done[:, None], eos_token_id)  # finished rows keep saying so
             done |= token[:, 0] == eos_token_id
         yield token
-        if done.all():
+        if eos_token_id is not None and done.all():  # .all() waits for the device: only when needed
             return
         idx = torch.cat([idx, token], dim=1)
         context = token if use_cache else idx

@@ -41,10 +41,11 @@ class TrainConfig:
     weight_decay: float = 0.1
     dropout: float = 0.1  # GPT-2's own rate; see "Dropout" below
     grad_clip: float = 1.0
-    eval_every: int = 500
+    eval_every: int = 500  # validation loss every N steps and at the end; 0 = never (toy runs)
     ckpt_every: int = 200
     seed: int = 1337
     compile: bool = False  # torch.compile: same model, about 1.8x faster on CPU, a minute to start
+    bf16: bool = True  # bfloat16 autocast; --no-bf16 where the CPU has no native bfloat16 (see below)
     cast_shuffles: int = 16  # copies of the training plays, each with a new random cast; 0 = off
     init_from: str = ""  # a saved model folder (or "pocket") to continue from; "" = random weights
     out_dir: str = "runs/pocket"
@@ -70,22 +71,28 @@ def lr_at(step: int, c: TrainConfig) -> float:
 
 
 @torch.no_grad()
-def evaluate(model: GPT2, data: torch.Tensor, n_ctx: int, batch_size: int = 16, amp: bool = True) -> float:
-    """Mean next-token cross-entropy (nats) over non-overlapping windows covering `data`."""
+def token_losses(
+    model: GPT2, x: torch.Tensor, y: torch.Tensor, batch_size: int = 16, amp: bool = False
+) -> torch.Tensor:
+    """The loss of every target y[b, t] given the rows of x, shape [B, T]: the per-token view
+    that `evaluate` averages and the appendix takes apart."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    n = (len(data) - 1) // n_ctx
-    x = data[: n * n_ctx].view(n, n_ctx)
-    y = data[1 : n * n_ctx + 1].view(n, n_ctx)
-    total = 0.0
-    for i in range(0, n, batch_size):
-        xb, yb = x[i : i + batch_size].to(device), y[i : i + batch_size].to(device)
+    losses = []
+    for xb, yb in zip(x.split(batch_size), y.split(batch_size)):
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
-            _, loss = model(xb, yb)
-        total += loss.item() * len(xb)
+            logits = model(xb.to(device))  # [b, T, vocab_size]
+        losses.append(F.cross_entropy(logits.float().transpose(1, 2), yb.to(device), reduction="none").cpu())
     model.train(was_training)
-    return total / n
+    return torch.cat(losses)
+
+
+def evaluate(model: GPT2, data: torch.Tensor, n_ctx: int, batch_size: int = 16, amp: bool = True) -> float:
+    """Mean next-token cross-entropy (nats) over non-overlapping windows covering `data`."""
+    n = (len(data) - 1) // n_ctx
+    x, y = data[: n * n_ctx].view(n, n_ctx), data[1 : n * n_ctx + 1].view(n, n_ctx)
+    return token_losses(model, x, y, batch_size, amp).mean().item()
 
 
 def add_dropout(model: GPT2, p: float) -> None:
@@ -156,11 +163,11 @@ def _optimizer(model: GPT2, c: TrainConfig) -> torch.optim.AdamW:
 
 def optimizer_step(
     loss_of: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], x: torch.Tensor, y: torch.Tensor,
-    model: torch.nn.Module, opt: torch.optim.Optimizer, grad_clip: float,
+    model: torch.nn.Module, opt: torch.optim.Optimizer, grad_clip: float, bf16: bool = True,
 ) -> float:
-    """One training step: the loss `loss_of(x, y)` under bfloat16 autocast, backward, gradient
-    clipping, the optimiser's update. Returns the loss."""
-    with torch.autocast(next(model.parameters()).device.type, dtype=torch.bfloat16):
+    """One training step: the loss `loss_of(x, y)` (under bfloat16 autocast if bf16), backward,
+    gradient clipping, the optimiser's update. Returns the loss."""
+    with torch.autocast(next(model.parameters()).device.type, dtype=torch.bfloat16, enabled=bf16):
         loss = loss_of(x, y)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
@@ -231,10 +238,10 @@ def train(c: TrainConfig, progress: bool = True, until: int | None = None) -> tu
         for group in opt.param_groups:
             group["lr"] = lr_at(step, c)
         x, y = (t.to(device) for t in get_batch(train_data, c.batch_size, c.n_ctx, gen))
-        loss = optimizer_step(lambda a, b: fast(a, b)[1], x, y, model, opt, c.grad_clip)
+        loss = optimizer_step(lambda a, b: fast(a, b)[1], x, y, model, opt, c.grad_clip, c.bf16)
         record = {"step": step + 1, "train_loss": round(loss, 4), "time": round(time.time() - t0, 1)}
-        if (step + 1) % c.eval_every == 0 or step + 1 == c.steps:
-            record["val_loss"] = round(evaluate(fast, val_data, c.n_ctx), 4)
+        if c.eval_every > 0 and ((step + 1) % c.eval_every == 0 or step + 1 == c.steps):
+            record["val_loss"] = round(evaluate(fast, val_data, c.n_ctx, amp=c.bf16), 4)
         history.append(record)
         bar.set_postfix(loss=f"{loss:.3f}", val=history[-1].get("val_loss", "-"))
         if (step + 1) % c.ckpt_every == 0 or step + 1 == stop:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import pytest
 import torch
@@ -12,10 +13,19 @@ from transformers.generation.logits_process import TopKLogitsWarper, TopPLogitsW
 
 from gpt2_course.config import GPT2Config
 from gpt2_course.data import EOT_TOKEN_ID, tiktoken_gpt2
+from gpt2_course.fast import (
+    Int8Linear,
+    copy_bandwidth,
+    interleaved_medians,
+    quantize_int8,
+    to_bf16,
+    weight_bytes_per_token,
+)
 from gpt2_course.generate import (
     KVCache,
     generate,
     generate_text,
+    next_logits,
     sample_next,
     stream,
     top_k_filter,
@@ -187,6 +197,35 @@ def test_layer_cache_update_returns_past_and_new():
     assert layer.length == 7
 
 
+def test_preallocated_cache_returns_what_concatenation_does():
+    grow, fixed = KVCache(1).layers[0], KVCache(1, max_len=9).layers[0]
+    for n in (5, 1, 1, 2):
+        k, v = torch.randn(2, 3, n, 4), torch.randn(2, 3, n, 4)
+        for got, expected in zip(fixed.update(k, v), grow.update(k, v), strict=True):
+            assert torch.equal(got, expected)
+    assert fixed.length == grow.length == 9
+    with pytest.raises(ValueError, match="larger max_len"):
+        fixed.update(torch.randn(2, 3, 1, 4), torch.randn(2, 3, 1, 4))
+
+
+def test_next_logits_equals_the_model_with_its_cache(model, prompt):
+    """The generation step (fused attention, last position only) against chapter 8's forward."""
+    ours, theirs = KVCache(model.config.n_layer, max_len=11), KVCache(model.config.n_layer)
+    with torch.no_grad():
+        for piece in (prompt, torch.tensor([[5]]), torch.tensor([[7, 9]]), torch.tensor([[11]])):
+            expected = model(piece, cache=theirs)[:, -1]
+            got = next_logits(model, piece, ours)
+            assert got.shape == (1, 50257)
+            assert (got - expected).abs().max() < 1e-4 * expected.abs().max()
+    assert ours.length == theirs.length == 11
+
+
+def test_prompt_ids_are_checked_once_with_a_clear_error(model):
+    for bad in (torch.tensor([[3, 50257]]), torch.tensor([[-1, 3]]), torch.tensor([[1.0, 2.0]])):
+        with pytest.raises(ValueError, match=r"token ids in 0\.\.50256"):
+            generate(model, bad, 3)
+
+
 SETTINGS = [
     dict(temperature=0),
     dict(),
@@ -308,7 +347,10 @@ def test_generate_text_decodes_what_was_generated(model):
 
 
 def test_generate_text_never_splits_a_character(monkeypatch):
-    """A model that always says '😀' (two tokens, neither valid UTF-8 alone), then stops."""
+    """A model that always says '😀' (two tokens, neither valid UTF-8 alone), then stops. It has no
+    blocks, so the loop's cached step calls it as a whole."""
+    module = sys.modules["gpt2_course.generate"]  # gpt2_course.generate is the function
+    monkeypatch.setattr(module, "next_logits", lambda model, idx, cache: model(idx, cache=cache)[:, -1])
     enc = tiktoken_gpt2()
     script = enc.encode_ordinary("😀") * 2 + [EOT_TOKEN_ID]
 
@@ -331,3 +373,50 @@ def test_generate_text_never_splits_a_character(monkeypatch):
     pieces = list(generate_text(Scripted(), "!", 10, temperature=0))
     assert pieces == ["😀", "😀"]
 
+
+
+# ---- appendix A2: bytes per token, bf16 and int8 weights ----------------------------------------
+
+def test_weight_bytes_count_every_weight_but_the_position_table(model):
+    n_params = sum(p.numel() for p in model.parameters())  # wte counted once: it is the head too
+    assert weight_bytes_per_token(model) == 4 * (n_params - model.wpe.weight.numel())
+    assert weight_bytes_per_token(to_bf16(model)) == weight_bytes_per_token(model) // 2
+
+
+def test_int8_linear_is_close_to_the_float_layer():
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(64, 48)
+    q = Int8Linear(linear)
+    assert q.weight.dtype == torch.int8 and q.weight.abs().max() == 127
+    x = torch.randn(2, 5, 64)
+    with torch.no_grad():
+        expected = linear(x)
+    err = (q(x) - expected).abs().max()
+    assert q(x).shape == (2, 5, 48)
+    assert 0 < err < 0.01 * expected.abs().max()  # rounding to 255 levels per row, no more
+
+
+def test_quantized_models_generate_and_keep_the_original(model, prompt):
+    before = {name: p.clone() for name, p in model.state_dict().items()}
+    q = quantize_int8(model)
+    assert all(isinstance(m, Int8Linear) for b in q.h for m in (b.attn.c_attn, b.attn.c_proj, b.mlp.c_fc))
+    assert weight_bytes_per_token(q) < 0.3 * weight_bytes_per_token(model) + 4 * model.wte.weight.numel()
+    for variant in (q, to_bf16(model)):
+        out = generate(variant, prompt, 5, temperature=0)
+        assert out.shape == (1, 12) and torch.equal(out[:, :7], prompt)
+    assert all(torch.equal(p, before[name]) for name, p in model.state_dict().items())
+
+
+def test_copy_bandwidth_counts_read_and_write():
+    ticks = iter(range(100))
+    # a fake clock that advances one second per call: every copy takes 1 s
+    assert copy_bandwidth(nbytes=4096, repeats=3, clock=lambda: float(next(ticks))) == 2 * 4096
+
+
+def test_interleaved_medians_take_turns():
+    calls = []
+    clock = iter([0, 1, 1, 3, 3, 4, 4, 9, 9, 10, 10, 11]).__next__
+    medians = interleaved_medians({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
+                                  rounds=3, clock=clock)
+    assert calls == ["a", "b"] * 3
+    assert medians == {"a": 1, "b": 2}  # a: 1, 1, 1 s; b: 2, 5, 1 s

@@ -15,8 +15,8 @@ from gpt2_course.loading import POCKET_DIR, load_model
 from gpt2_course.train import TrainConfig, earlier_stages, evaluate, initial_model, parse_config, train
 
 CARD = (POCKET_DIR / "README.md").read_text(encoding="utf-8")
-TINY_RUN = dict(n_layer=1, n_head=2, n_embd=16, n_ctx=32, batch_size=2, warmup=1,
-                eval_every=100, ckpt_every=100, cast_shuffles=1)  # a run of seconds, for the loop's tests
+TINY_RUN = dict(n_layer=1, n_head=2, n_embd=16, n_ctx=32, batch_size=2, warmup=1, eval_every=0,
+                ckpt_every=100, cast_shuffles=1, bf16=False)  # a run of seconds, for the loop's tests
 
 
 def card_figure(label: str) -> float:
@@ -66,6 +66,8 @@ def test_training_log_matches_the_documented_commands():
         logged, documented = dict(stage["config"]), vars(parse_config(argv))
         assert Path(logged.pop("init_from")).parts[-2:] == Path(documented.pop("init_from")).parts[-2:]
         logged.pop("out_dir"), documented.pop("out_dir")  # where a run writes is the runner's choice
+        for added in documented.keys() - logged.keys():  # a knob added later must default to what ran
+            assert documented.pop(added) == getattr(TrainConfig(), added), f"{added} changed stage {k + 1}"
         assert logged == documented, f"stage {k + 1}'s log differs from its documented command {argv}"
         assert stage["history"][-1]["step"] == logged["steps"], f"stage {k + 1} did not finish"
     assert stages[0]["config"]["init_from"] == "", "the first stage starts from random weights"
@@ -101,12 +103,13 @@ def test_init_from_a_model_of_another_shape_is_refused():
 
 
 def test_training_resumes_exactly(tmp_path):
-    tiny = {**TINY_RUN, "steps": 4}
+    tiny = {**TINY_RUN, "steps": 4, "eval_every": 4}  # the validation loss of the last step too
     _, straight = train(TrainConfig(out_dir=str(tmp_path / "a"), **tiny), progress=False)
     train(TrainConfig(out_dir=str(tmp_path / "b"), **tiny), progress=False, until=2)
     resumed_model, resumed = train(TrainConfig(out_dir=str(tmp_path / "b"), **tiny), progress=False)
     drop_time = lambda h: [{k: v for k, v in r.items() if k != "time"} for r in h]  # noqa: E731
     assert drop_time(straight) == drop_time(resumed)
+    assert "val_loss" in resumed[-1] and "val_loss" not in resumed[0]
     assert (tmp_path / "b" / "model" / "model.safetensors").exists()
     reloaded = load_model(tmp_path / "b" / "model")
     assert reloaded.config.n_embd == 16

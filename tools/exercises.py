@@ -10,7 +10,8 @@ its code cells
     # BEGIN SOLUTION ... # END SOLUTION (a block)  becomes   raise NotImplementedError(...)
 and markdown cells tagged `solution` (explanations) are dropped from the blank notebook.
 The book page shows each question with the blank code and hides the solution in a dropdown.
-The solutions must agree with `gpt2_course/grading.py`: the same questions, names and points.
+The solutions must agree with the chapter's question bank, `gpt2_course/exercises/chNN_name.py`:
+the same questions, names and points.
 """
 from __future__ import annotations
 
@@ -146,7 +147,7 @@ def book_page(solution: nbformat.NotebookNode, stem: str, config: dict) -> str:
 
 
 def index_table(stems: list[str], titles: dict[str, str]) -> str:
-    from gpt2_course.grading import get_exercise
+    from gpt2_course.grading.questions import get_exercise
 
     rows = ["| chapter | exercises | questions | points | notebook |", "|---|---|---|---|---|"]
     for stem in stems:
@@ -159,11 +160,12 @@ def index_table(stems: list[str], titles: dict[str, str]) -> str:
 
 def consistency(solution: nbformat.NotebookNode, stem: str) -> list[str]:
     """Problems between a solution notebook and the grader's questions."""
-    from gpt2_course.grading import exercise_ids, get_exercise
+    from gpt2_course.grading.questions import bank_module, exercise_ids, get_exercise
 
     where = f"{SOLUTIONS}/{stem}.ipynb"
+    bank = f"gpt2_course/exercises/{bank_module(stem)}.py"
     if stem not in exercise_ids():
-        return [f"{where}: gpt2_course/grading.py defines no exercise {stem!r}."]
+        return [f"{where}: there is no question bank {bank} for it."]
     ex = get_exercise(stem)
     problems = []
     text = "\n".join(c.source for c in solution.cells if c.cell_type == "markdown")
@@ -172,11 +174,11 @@ def consistency(solution: nbformat.NotebookNode, stem: str) -> list[str]:
               if c.cell_type == "code" and (m := CHECK.match(c.source.strip()))]
     wanted = [q.id for q in ex.questions]
     if checks != wanted:
-        problems.append(f"{where}: check cells {checks}, but grading.py asks {wanted}.")
+        problems.append(f"{where}: check cells {checks}, but {bank} asks {wanted}.")
     for q in ex.questions:
         if headings.get(q.id) != q.points:
             problems.append(f"{where}: '## Question {q.id[1:]} ({q.points} point...)' heading expected "
-                            f"(grading.py gives {q.id} {q.points} points).")
+                            f"({bank} gives {q.id} {q.points} points).")
         defined = any(is_solution_cell(c) and re.search(rf"^(def |class )?{q.name}\b", c.source, re.M)
                       for c in solution.cells)
         if not defined:

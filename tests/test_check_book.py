@@ -1,0 +1,107 @@
+"""The browser check (tools/check_book.py) catches each fault it promises to, in a tiny fake book."""
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+# tools/ is not a package: load the checker from its file (sys.path would expose every tool).
+TOOLS = Path(__file__).resolve().parent.parent / "tools"
+_spec = importlib.util.spec_from_file_location("check_book", TOOLS / "check_book.py")
+check_book = sys.modules["check_book"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(check_book)
+
+MATHJAX = TOOLS.parent / "book" / "_static" / "mathjax"
+HEAD = '<html><head><meta charset="utf-8"><script defer src="/mathjax/tex-svg.js"></script></head><body>'
+GOOD = HEAD + """
+<h1 id="top">Attention</h1>
+<p>Inline math <span class="math">\\(x^2\\)</span> and a <a href="other.html#here">link</a>.</p>
+<img src="dot.svg" alt="a dot"><a href="nb.ipynb">download</a>
+</body></html>"""
+VIEWPORT = '<meta name="viewport" content="width=device-width, initial-scale=1">'
+BAD = f'<html><head><meta charset="utf-8">{VIEWPORT}</head><body>' + """
+<p>Raw $$x^2$$ and \\begin{align} left over; <span class="math">\\(y\\)</span> never typeset.</p>
+<img src="missing.png" alt="gone"><img src="https://cdn.example.net/x.png" alt="remote">
+<a href="other.html#nowhere">bad anchor</a><a href="gone.html">bad page</a>
+<a href="https://github.com/YOUR-ORG/gpt2-course">placeholder</a><a href="broken.ipynb">bad download</a>
+<div style="width:900px">too wide for a phone</div><pre style="width:900px">wide code is fine</pre>
+<script>console.error("boom")</script>
+</body></html>"""
+SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><circle r="2" cx="2" cy="2"/></svg>'
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("html")
+    (root / "mathjax").symlink_to(MATHJAX)
+    (root / "chapters").mkdir()
+    (root / "chapters" / "good.html").write_text(GOOD.replace('"dot.svg"', '"../dot.svg"')
+                                                 .replace('"other.html', '"../other.html')
+                                                 .replace('"nb.ipynb"', '"../nb.ipynb"'))
+    (root / "bad.html").write_text(BAD)
+    (root / "other.html").write_text(HEAD + '<p id="here">here</p></body></html>')
+    (root / "dot.svg").write_text(SVG)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")])
+    (root / "nb.ipynb").write_text(nbformat.writes(nb))
+    (root / "broken.ipynb").write_text(json.dumps({"cells": "not a notebook"}))
+    return root
+
+
+@pytest.fixture(scope="module")
+def report(site: Path, tmp_path_factory: pytest.TempPathFactory) -> check_book.Report:
+    shots = tmp_path_factory.mktemp("shots")
+    return check_book.check_book(site, shots, phone="bad.html", query=None)
+
+
+def problems_of(report: check_book.Report, page: str) -> str:
+    return "\n".join(p for p in report.problems if p.startswith(page))
+
+
+def test_a_clean_page_passes_and_is_photographed(report: check_book.Report) -> None:
+    assert problems_of(report, "chapters/good.html") == ""
+    assert [p.name for p in report.screenshots] == ["good.jpg", "phone-bad.jpg"]
+    assert all(p.stat().st_size > 1000 for p in report.screenshots)
+
+
+@pytest.mark.parametrize("expected", [
+    "console error: boom",
+    "image did not load: missing.png",
+    "image did not load: https://cdn.example.net/x.png",
+    "raw TeX in the text: 'Raw $$x^2$$",
+    "math not typeset by MathJax: '\\\\(y\\\\)'",
+    "anchor #nowhere not found in other.html",
+    "broken link: gone.html",
+    "link to a placeholder: https://github.com/YOUR-ORG/gpt2-course",
+    "at 390 px, div sticks out",
+    "at 390 px the page scrolls sideways",
+])
+def test_each_fault_is_reported(report: check_book.Report, expected: str) -> None:
+    assert expected in problems_of(report, "bad.html"), report.problems
+
+
+def test_requests_to_other_hosts_are_blocked_and_counted(report: check_book.Report) -> None:
+    assert report.blocked["cdn.example.net"] >= 2  # the desktop visit and the phone visit
+    assert any(p.startswith("cdn.example.net: ") and "blocked" in p for p in report.problems)
+
+
+def test_a_download_that_is_not_a_notebook_fails(report: check_book.Report) -> None:
+    assert any("broken.ipynb: download is not a valid notebook" in p for p in report.problems)
+    assert not any("/nb.ipynb" in p for p in report.problems)
+
+
+def test_wide_code_at_phone_width_is_not_blamed(report: check_book.Report) -> None:
+    assert "pre sticks out" not in problems_of(report, "bad.html")
+
+
+def test_search_that_finds_nothing_fails(site: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    (site / "search.html").write_text(HEAD + '<div id="search-results"></div></body></html>')
+    report = check_book.Report()
+    with check_book.serve(site) as base, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(check_book.CHROMIUM), args=check_book.FLAGS)
+        check_book._check_search(check_book._new_context(browser, report), base, "attention", report, 2000)
+        browser.close()
+    assert report.problems == ["search.html: search for 'attention' found nothing"]
