@@ -47,7 +47,8 @@ lab: $(STAMP)
 
 book-execute: $(STAMP)
 	mkdir -p _build
-	sed 's/execute_notebooks: "off"/execute_notebooks: cache/' _config.yml > _build/_config_execute.yml
+	sed -e 's/execute_notebooks: "off"/execute_notebooks: cache/' -e 's|book_html: tools|book_html: ../tools|' \
+	  _config.yml > _build/_config_execute.yml
 	$(PY) tools/numeric_env.py -- .venv/bin/jupyter-book build . --config _build/_config_execute.yml \
 	  --warningiserror --keep-going
 
