@@ -1,4 +1,4 @@
-"""The shipped pocket GPT-2: its model card's figures are reproduced from the shipped weights."""
+"""The shipped pocket GPT-2 (size, documented training commands) and the training loop that made it."""
 import json
 import re
 import subprocess
@@ -9,39 +9,18 @@ import numpy as np
 import pytest
 import torch
 
-from gpt2_course.bigram import BigramModel
+import gpt2_course.train as train_module
 from gpt2_course.data import token_ids
 from gpt2_course.loading import POCKET_DIR, load_model
-from gpt2_course.train import TrainConfig, earlier_stages, evaluate, initial_model, parse_config, train
+from gpt2_course.train import TrainConfig, earlier_stages, initial_model, parse_config, train
 
 CARD = (POCKET_DIR / "README.md").read_text(encoding="utf-8")
 TINY_RUN = dict(n_layer=1, n_head=2, n_embd=16, n_ctx=32, batch_size=2, warmup=1, eval_every=0,
                 ckpt_every=100, cast_shuffles=1, bf16=False)  # a run of seconds, for the loop's tests
 
 
-def card_figure(label: str) -> float:
-    match = re.search(rf"{label}\D*?([0-9]+\.[0-9]+)", CARD)
-    assert match, f"the model card has no figure for {label!r}"
-    return float(match.group(1))
-
-
-@pytest.fixture(scope="module")
-def validation_loss() -> float:
-    model = load_model("pocket")
-    val = torch.from_numpy(token_ids("validation").astype(np.int64))
-    return evaluate(model, val, model.config.n_ctx, amp=False)
-
-
-def test_model_card_validation_loss_is_reproduced(validation_loss):
-    assert abs(validation_loss - card_figure("Validation loss")) <= 0.01
-
-
-def test_pocket_beats_the_bigram_baseline(validation_loss):
-    bigram = BigramModel(lam=0.7).fit(token_ids("train")).cross_entropy(token_ids("validation"))
-    assert abs(bigram - card_figure("Bigram baseline")) <= 0.01
-    # A regression floor for the shipped weights. The course's goal is a full nat (issue 7);
-    # the current weights reach about 0.87, which the model card and the appendix state.
-    assert bigram - validation_loss >= 0.85
+# The card's validation and bigram losses (full validation split, two minutes on two cores) are
+# asserted where appendix A1 computes them ("The verdict: held-out plays"), which nbval runs in make test.
 
 
 def test_pocket_architecture_and_size():
@@ -102,8 +81,10 @@ def test_init_from_a_model_of_another_shape_is_refused():
         initial_model(TrainConfig(init_from="no-such-model"))
 
 
-def test_training_resumes_exactly(tmp_path):
+def test_training_resumes_exactly(tmp_path, monkeypatch):
     tiny = {**TINY_RUN, "steps": 4, "eval_every": 4}  # the validation loss of the last step too
+    short = lambda split: token_ids(split)[:4097] if split == "validation" else token_ids(split)  # noqa: E731
+    monkeypatch.setattr(train_module, "token_ids", short)  # 16 windows, not the whole split
     _, straight = train(TrainConfig(out_dir=str(tmp_path / "a"), **tiny), progress=False)
     train(TrainConfig(out_dir=str(tmp_path / "b"), **tiny), progress=False, until=2)
     resumed_model, resumed = train(TrainConfig(out_dir=str(tmp_path / "b"), **tiny), progress=False)

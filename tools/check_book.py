@@ -135,10 +135,17 @@ class _QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        # Chromium closes connections it no longer needs (a page left mid-download): not a problem.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 @contextmanager
 def serve(html: Path) -> Iterator[str]:
     """Serve `html` on 127.0.0.1 (a free port) for as long as the block runs; yields the base URL."""
-    server = ThreadingHTTPServer((HOST, 0), functools.partial(_QuietHandler, directory=str(html)))
+    server = _QuietServer((HOST, 0), functools.partial(_QuietHandler, directory=str(html)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
