@@ -39,10 +39,11 @@ book: $(STAMP)
 check-book: book
 	$(PY) tools/check_book.py
 
-# JupyterLab from .venv, rooted at the repository and opened on chapters/ (make lab LAB_ARGS=--no-browser).
+# JupyterLab from .venv, rooted at the repository and opened on chapters/ (make lab LAB_ARGS=--no-browser),
+# in the pinned numeric environment: a learner's outputs then match the book's to the last digit.
 # Jupyter refuses to run as root without --allow-root (containers, CI).
 lab: $(STAMP)
-	.venv/bin/jupyter lab --ServerApp.default_url=/lab/tree/chapters \
+	$(PY) tools/numeric_env.py -- .venv/bin/jupyter lab --ServerApp.default_url=/lab/tree/chapters \
 	  $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 book-execute: $(STAMP)

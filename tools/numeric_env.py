@@ -62,6 +62,9 @@ if __name__ == "__main__":
         sys.exit()
     if args[:1] == ["--"]:
         args = args[1:]
-    if not args:
+    if not args or args[0].startswith("-"):
         sys.exit(__doc__)
-    os.execvp(args[0], args)
+    try:
+        os.execvp(args[0], args)
+    except OSError as err:
+        sys.exit(f"numeric_env: cannot run {args[0]!r}: {err.strerror}")
