@@ -22,12 +22,11 @@ help:
 	@echo "make bench        run the benchmarks in benchmarks/"
 	@echo "make lock         re-pin requirements.txt to the packages in .venv"
 
-# torch first, pinned: any other spec can pull a multi-GB CUDA build. --no-compile: Python compiles
-# each module when it is first imported; compiling all of them up front was half the install (80 s).
+# torch first, pinned: any other spec can pull a multi-GB CUDA build.
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
-	$(PY) -m pip install --quiet --no-compile torch==2.13.0
-	$(PY) -m pip install --quiet --no-compile -r requirements.txt
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
