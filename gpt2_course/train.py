@@ -72,10 +72,11 @@ def lr_at(step: int, c: TrainConfig) -> float:
 
 @torch.no_grad()
 def token_losses(
-    model: GPT2, x: torch.Tensor, y: torch.Tensor, batch_size: int = 16, amp: bool = False
+    model: GPT2, x: torch.Tensor, y: torch.Tensor, batch_size: int = 4, amp: bool = False
 ) -> torch.Tensor:
     """The loss of every target y[b, t] given the rows of x, shape [B, T]: the per-token view
-    that `evaluate` averages and the appendix takes apart."""
+    that `evaluate` averages and the appendix takes apart. Four windows at a time: their logits
+    (4 x 256 x 50,257 floats, 200 MB) fit in memory anywhere, and bigger batches were no faster."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -91,7 +92,7 @@ def token_losses(
     return torch.cat(losses)
 
 
-def evaluate(model: GPT2, data: torch.Tensor, n_ctx: int, batch_size: int = 16, amp: bool = True) -> float:
+def evaluate(model: GPT2, data: torch.Tensor, n_ctx: int, batch_size: int = 4, amp: bool = True) -> float:
     """Mean next-token cross-entropy (nats) over non-overlapping windows covering `data`."""
     n = (len(data) - 1) // n_ctx
     x, y = data[: n * n_ctx].view(n, n_ctx), data[1 : n * n_ctx + 1].view(n, n_ctx)
