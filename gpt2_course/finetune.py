@@ -356,5 +356,5 @@ def main(argv: list[str] | None = None) -> None:
     print({name: curve[-1] for name, curve in results["runs"].items()}, results["head only"], file=sys.stderr)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and "ipykernel" not in sys.modules:  # `python -m`, not this notebook's kernel
     main()
