@@ -149,7 +149,7 @@ def _prompt(model: nn.Module, idx: torch.Tensor, max_new_tokens: int) -> torch.T
 def next_logits(model: nn.Module, idx: torch.Tensor, cache: KVCache) -> torch.Tensor:
     """model(idx, cache=cache)[:, -1], the logits [B, V] of the token after idx [B, T], made for the
     generation loop (appendix A2 measures each change): no input checks (the loop checks the prompt
-    once), PyTorch's fused attention, and the output head applied to the last position only."""
+    once), PyTorch's fused attention and GELU, and the output head applied to the last position only."""
     T, past = idx.size(1), cache.length
     x = model.wte(idx) + model.wpe.weight[past : past + T]  # [B, T, C]
     mask = causal_mask(T, past + T, device=idx.device) if T > 1 else None  # a single new token sees all
@@ -157,7 +157,8 @@ def next_logits(model: nn.Module, idx: torch.Tensor, cache: KVCache) -> torch.Te
         q, k, v = block.attn.qkv(block.ln_1(x))  # each [B, n_head, T, head_dim]
         k, v = kv.update(k, v)  # [B, n_head, past + T, head_dim]
         x = x + block.attn.c_proj(merge_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=mask)))
-        x = x + block.mlp(block.ln_2(x))
+        h = F.gelu(block.mlp.c_fc(block.ln_2(x)), approximate="tanh")  # chapter 7's gelu_tanh, one kernel
+        x = x + block.mlp.c_proj(h)
     return model.ln_f(x[:, -1]) @ model.wte.weight.T  # [B, V]
 
 
@@ -216,6 +217,8 @@ def generate(
     prompt (T = 0) starts from <|endoftext|>, which is then the first returned token. Generation
     stops early once every row has produced eos_token_id (kept in the output; finished rows are
     padded with it). The prompt plus max_new_tokens must fit in model.config.n_ctx.
+    On a CPU, decoding runs faster on a model whose weights are stored with
+    gpt2_course.fast.decode_layout_ (same values, other strides; appendix A2).
     """
     check_sampling(temperature, top_k, top_p)
     idx = _prompt(model, idx, max_new_tokens)

@@ -1,6 +1,7 @@
 """Chapter 9: sampling filters, the KV cache and the generation loop, against transformers."""
 from __future__ import annotations
 
+import copy
 import math
 import sys
 
@@ -16,6 +17,7 @@ from gpt2_course.data import EOT_TOKEN_ID, tiktoken_gpt2
 from gpt2_course.fast import (
     Int8Linear,
     copy_bandwidth,
+    decode_layout_,
     interleaved_medians,
     quantize_int8,
     to_bf16,
@@ -405,6 +407,46 @@ def test_quantized_models_generate_and_keep_the_original(model, prompt):
         out = generate(variant, prompt, 5, temperature=0)
         assert out.shape == (1, 12) and torch.equal(out[:, :7], prompt)
     assert all(torch.equal(p, before[name]) for name, p in model.state_dict().items())
+
+
+def test_decode_layout_changes_strides_not_values(model):
+    fast = decode_layout_(copy.deepcopy(model))
+    for (name, p), q in zip(model.named_parameters(), fast.parameters(), strict=True):
+        assert torch.equal(p, q), name
+        if p.dim() == 2 and p.size(0) >= p.size(1) and name != "wpe.weight":
+            assert q.t().is_contiguous() and q.stride() == (1, p.size(0)), name  # by columns
+        else:
+            assert q.is_contiguous(), name  # wpe, mlp.c_proj [C, 4C], the vectors: by rows
+    again = decode_layout_(copy.deepcopy(fast))  # applying it twice moves nothing
+    assert decode_layout_(fast) is fast
+    assert all(q.stride() == r.stride() for q, r in zip(fast.parameters(), again.parameters(), strict=True))
+    bf16 = decode_layout_(to_bf16(model))
+    assert all(p.is_contiguous() for p in bf16.parameters())  # bf16 kernels want rows: left alone
+
+
+@pytest.mark.parametrize("kw", SETTINGS, ids=str)
+def test_decode_layout_gives_identical_tokens(model, prompt, kw):
+    """Against the row-major model and against chapter 8's forward without a cache."""
+    fast = decode_layout_(copy.deepcopy(model))
+    seeded = lambda: torch.Generator().manual_seed(5)
+    run = lambda m, cache: generate(m, prompt, 30, use_cache=cache, generator=seeded(), **kw)
+    reference = run(model, False)
+    assert torch.equal(run(fast, True), reference) and torch.equal(run(fast, False), reference)
+
+
+def test_decode_layout_logits_equal_transformers(model, hf_twin, prompt):
+    fast = decode_layout_(copy.deepcopy(model))
+    with torch.no_grad():
+        expected = hf_twin(prompt).logits[:, -1]
+        got = next_logits(fast, prompt, KVCache(model.config.n_layer, max_len=prompt.size(1)))
+    assert (got - expected).abs().max() < 1e-4 * expected.abs().max()
+
+
+def test_int8_of_a_decode_layout_model(model, prompt):
+    """Int8Linear stores its own rows, whatever the layout of the float weights it quantizes."""
+    fast = decode_layout_(copy.deepcopy(model))
+    assert torch.equal(generate(quantize_int8(fast), prompt, 8, temperature=0),
+                       generate(quantize_int8(model), prompt, 8, temperature=0))
 
 
 def test_copy_bandwidth_counts_read_and_write():
