@@ -24,7 +24,6 @@ SOLUTIONS = sorted((ROOT / "exercises" / "solutions").glob("*.ipynb"))
 BLANKS = [ROOT / "exercises" / p.name for p in SOLUTIONS]
 # Appendices without graded exercises, each with its reason (a new chapter must not join silently):
 NO_EXERCISES = {
-    "A2_making_it_fast": "not written yet (int8 quantization, the preallocated cache): open work",
     "A3_sources_errata": "a table of checked claims from the source texts, not a chapter to practise",
 }
 CHAPTERS = {p.stem for p in (ROOT / "chapters").glob("*.ipynb")} - set(NO_EXERCISES)

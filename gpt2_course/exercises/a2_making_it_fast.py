@@ -1,0 +1,109 @@
+"""Exercises for appendix A2, making it fast: bytes per token, the ceiling, int8 rows, the decode layout."""
+from __future__ import annotations
+
+import torch
+
+from gpt2_course.grading.questions import Case, Exercise, Question, calls, planted, randn, value
+
+Tensor = torch.Tensor
+PARAMS, WPE, HEAD = 124_439_808, 1024 * 768, 50257 * 768  # gpt2 (124M): all, its position table, wte
+BYTES = 4 * (PARAMS - WPE)  # float32 weights one decode step reads
+COPY = 20e9  # bytes per second, as copy_bandwidth counts them
+
+
+def quantize_rows(w: Tensor) -> tuple[Tensor, Tensor]:
+    """Int8Linear's quantization: one scale per output row, the row's largest |w| becomes 127."""
+    scale = w.abs().amax(dim=1) / 127
+    return (w / scale[:, None]).round().to(torch.int8), scale
+
+
+@planted("Use one scale per output row (w.abs().amax(dim=1)), not one for the whole matrix: a row of small "
+         "weights would then use only a few of the 255 levels.")
+def per_tensor(w: Tensor) -> tuple[Tensor, Tensor]:
+    scale = w.abs().max() / 127
+    return (w / scale).round().to(torch.int8), scale
+
+
+@planted("Round to the nearest integer first: .to(torch.int8) cuts the fraction off, towards zero.")
+def truncate(w: Tensor) -> tuple[Tensor, Tensor]:
+    scale = w.abs().amax(dim=1) / 127
+    return (w / scale[:, None]).to(torch.int8), scale
+
+
+@planted("Divide by 127: the largest |w| of a row must land on 127, the largest int8; 128 does not fit.")
+def by_128(w: Tensor) -> tuple[Tensor, Tensor]:
+    scale = w.abs().amax(dim=1) / 128
+    return (w / scale[:, None]).round().to(torch.int8), scale
+
+
+@planted("Scale by the row's largest |w| (w.abs()), not its largest w: a row whose biggest weight is "
+         "negative would not fit in -127..127.")
+def signed_max(w: Tensor) -> tuple[Tensor, Tensor]:
+    scale = w.amax(dim=1) / 127
+    return (w / scale[:, None]).round().to(torch.int8), scale
+
+
+def decode_layout(w: Tensor) -> Tensor:
+    """decode_layout_ for one matrix [out, in]: by columns if out >= in, else by rows."""
+    return w.t().contiguous().t() if w.size(0) >= w.size(1) else w.contiguous()
+
+
+@planted("Only a matrix with out >= in goes by columns; one like mlp.c_proj [C, 4C] has its longer side "
+         "along its rows: keep it row-major.")
+def always_columns(w: Tensor) -> Tensor:
+    return w.t().contiguous().t()
+
+
+@planted("The other way round: the longer side must be the contiguous one, so [out, in] with out >= in is "
+         "stored by columns.")
+def reversed_rule(w: Tensor) -> Tensor:
+    return w.contiguous() if w.size(0) >= w.size(1) else w.t().contiguous().t()
+
+
+@planted("Keep the shape [out, in]: transpose, copy with .contiguous(), then transpose back. Only the "
+         "strides may change.")
+def transposed(w: Tensor) -> Tensor:
+    return w.t().contiguous() if w.size(0) >= w.size(1) else w.contiguous()
+
+
+@planted("A square matrix (out == in) goes by columns too, as decode_layout_ stores attn.c_proj.")
+def square_rows(w: Tensor) -> Tensor:
+    return w.t().contiguous().t() if w.size(0) > w.size(1) else w.contiguous()
+
+
+@planted("The matrix is still stored row by row: one with out >= in must be stored by columns, "
+         "w.t().contiguous().t().")
+def unchanged(w: Tensor) -> Tensor:
+    return w
+
+
+def _layout_cases() -> list[Case]:
+    """The answer's output and its strides: the strides are the point of the question."""
+    def run(f, shape: tuple[int, int], seed: int):
+        out = f(randn(seed, *shape))
+        return tuple(out.stride()), out
+
+    return [Case(f"w {list(shape)}", lambda f, shape=shape, seed=seed: run(f, shape, seed))
+            for seed, shape in enumerate([(6, 2), (2, 6), (3, 3)])]
+
+
+EXERCISE = Exercise("A2_making_it_fast", "Making it fast", [
+    value("gpt2_bytes", "q1", 1, BYTES, {
+        "params": (PARAMS - WPE, "That counts parameters: every float32 parameter is 4 bytes."),
+        "with_wpe": (4 * PARAMS, "A decode step reads one row of the position table wpe, not all of it: "
+                     "leave wpe out."),
+        "untied": (BYTES + 4 * HEAD, "The output head is wte itself (tied weights): its bytes count once."),
+    }),
+    value("ceiling", "q2", 1, COPY / BYTES, {
+        "params": (COPY / (PARAMS - WPE), "Divide bytes per second by bytes per token, not by parameters: "
+                   "each float32 weight is 4 bytes."),
+        "with_wpe": (COPY / (4 * PARAMS), "A decode step reads one row of wpe, not the whole table."),
+        "bf16": (COPY / (BYTES / 2), "The weights are float32, 4 bytes each; 2 bytes would be bf16."),
+    }),
+    Question("q3", "quantize_rows", 3, quantize_rows,
+             cases=calls(lambda: [(randn(0, 6, 4),), (randn(1, 3, 8) * 5,)],
+                         label=lambda w: f"w {list(w.shape)}"),
+             mistakes=[per_tensor, truncate, by_128, signed_max]),
+    Question("q4", "decode_layout", 2, decode_layout, cases=_layout_cases,
+             mistakes=[always_columns, reversed_rule, transposed, square_rows, unchanged]),
+])
