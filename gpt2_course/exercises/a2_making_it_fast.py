@@ -11,36 +11,36 @@ BYTES = 4 * (PARAMS - WPE)  # float32 weights one decode step reads
 COPY = 20e9  # bytes per second, as copy_bandwidth counts them
 
 
-def quantize_rows(w: Tensor) -> tuple[Tensor, Tensor]:
-    """Int8Linear's quantization: one scale per output row, the row's largest |w| becomes 127."""
-    scale = w.abs().amax(dim=1) / 127
-    return (w / scale[:, None]).round().to(torch.int8), scale
+def quantize_rows(w: Tensor, *, per_row: bool = True, top: int = 127, magnitude: bool = True,
+                  rounding: bool = True) -> tuple[Tensor, Tensor]:
+    """Int8Linear's quantization: one scale per output row, the row's largest |w| becomes 127.
+    The keyword switches are the planted mistakes'."""
+    m = w.abs() if magnitude else w
+    scale = (m.amax(dim=1) if per_row else m.max()) / top
+    q = w / (scale[:, None] if per_row else scale)
+    return (q.round() if rounding else q).to(torch.int8), scale
 
 
 @planted("Use one scale per output row (w.abs().amax(dim=1)), not one for the whole matrix: a row of small "
          "weights would then use only a few of the 255 levels.")
 def per_tensor(w: Tensor) -> tuple[Tensor, Tensor]:
-    scale = w.abs().max() / 127
-    return (w / scale).round().to(torch.int8), scale
+    return quantize_rows(w, per_row=False)
 
 
 @planted("Round to the nearest integer first: .to(torch.int8) cuts the fraction off, towards zero.")
 def truncate(w: Tensor) -> tuple[Tensor, Tensor]:
-    scale = w.abs().amax(dim=1) / 127
-    return (w / scale[:, None]).to(torch.int8), scale
+    return quantize_rows(w, rounding=False)
 
 
 @planted("Divide by 127: the largest |w| of a row must land on 127, the largest int8; 128 does not fit.")
 def by_128(w: Tensor) -> tuple[Tensor, Tensor]:
-    scale = w.abs().amax(dim=1) / 128
-    return (w / scale[:, None]).round().to(torch.int8), scale
+    return quantize_rows(w, top=128)
 
 
 @planted("Scale by the row's largest |w| (w.abs()), not its largest w: a row whose biggest weight is "
          "negative would not fit in -127..127.")
 def signed_max(w: Tensor) -> tuple[Tensor, Tensor]:
-    scale = w.amax(dim=1) / 127
-    return (w / scale[:, None]).round().to(torch.int8), scale
+    return quantize_rows(w, magnitude=False)
 
 
 def decode_layout(w: Tensor) -> Tensor:
