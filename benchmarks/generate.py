@@ -15,9 +15,11 @@ disturb less (with one thread it is the compute rate; with more, CPU time sums t
 
 The bound: a batch-1 decode step reads every weight once, so tokens/s cannot exceed the copy
 bandwidth divided by the bytes of weights read per token. The copy bandwidth is measured on 256 MiB
-with the same number of threads after every round (the median counts), so that it sees the same
-machine as the generations. A CPU whose last-level cache holds much of the model can beat it, and
-so can a kernel that only reads (a copy reads and writes): 'of bound' can exceed 100%.
+with the same number of threads right before and right after every generation (workers idle), and
+each generation is held against the mean of its two probes: on a shared machine the bandwidth moves
+from minute to minute. 'of bound' is the median over rounds of those shares. A CPU whose
+last-level cache holds much of the model can beat the bound, and so can a kernel that only reads
+(a copy reads and writes): 'of bound' can exceed 100%.
 
 Usage: python benchmarks/generate.py [--prompt-tokens 32] [--new-tokens 128] [--repeats 3] [--threads 1 2]
 """
@@ -108,12 +110,14 @@ def measure(threads: int, weights: str, prompt: list[int], args: argparse.Namesp
     for r in range(args.repeats):
         labels = list(VARIANTS)
         for label in labels[r % len(labels):] + labels[: r % len(labels)]:  # rotate who goes first
+            before = copy_bandwidth(repeats=3)  # every worker idle: the probe has the machine
             workers[label].stdin.write("run\n")
             workers[label].stdin.flush()
             if not (line := workers[label].stdout.readline()):
                 sys.exit(f"the {label} worker died (its error is above)")
-            info[label]["rounds"].append(json.loads(line))
-        bandwidths.append(copy_bandwidth())  # every worker idle: the probe has the machine
+            after = copy_bandwidth(repeats=3)
+            info[label]["rounds"].append({**json.loads(line), "bandwidth": (before + after) / 2})
+            bandwidths += [before, after]
     for w in workers.values():
         w.stdin.close()
         w.wait()
@@ -123,18 +127,20 @@ def measure(threads: int, weights: str, prompt: list[int], args: argparse.Namesp
 def report(threads: int, info: dict[str, dict], bandwidths: list[float], new_tokens: int) -> bool:
     """Print one thread setting's table; return whether the float32 variants agree on every token."""
     bandwidth = statistics.median(bandwidths)
-    print(f"\n{threads} thread(s): copy bandwidth {bandwidth / 1e9:.1f} GB/s (median of {len(bandwidths)}, "
-          f"{min(bandwidths) / 1e9:.1f}-{max(bandwidths) / 1e9:.1f}), load average {os.getloadavg()[0]:.1f}")
+    low, high = min(bandwidths) / 1e9, max(bandwidths) / 1e9
+    print(f"\n{threads} thread(s): copy bandwidth {bandwidth / 1e9:.1f} GB/s (median of {len(bandwidths)} "
+          f"probes, {low:.1f}-{high:.1f}), load average {os.getloadavg()[0]:.1f}")
     print(f"{'variant':24s} {'MB/token':>9s} {'bound':>7s} {'tokens/s':>9s} {'of bound':>9s} {'of fp32':>8s} "
           f"{'vs tf':>7s} {'tok/CPU-s':>10s} {'vs tf':>7s} {'peak RSS':>9s}")
-    fp32_bound = bandwidth / info[OURS]["weight_bytes"]
     wall = {label: statistics.median(r["wall"] for r in v["rounds"]) for label, v in info.items()}
     cpu = {label: statistics.median(r["cpu"] for r in v["rounds"]) for label, v in info.items()}
     for label, v in info.items():
-        bound = bandwidth / v["weight_bytes"]
         rate = new_tokens / wall[label]
-        print(f"{label:24s} {v['weight_bytes'] / 1e6:9.1f} {bound:7.1f} {rate:9.1f} {rate / bound:9.0%} "
-              f"{rate / fp32_bound:8.0%} {wall[BASE] / wall[label]:6.2f}x {new_tokens / cpu[label]:10.1f} "
+        # each round's tokens/s against the bound its own probes measured, as bytes per token / bytes per s
+        share = statistics.median(new_tokens / r["wall"] / r["bandwidth"] for r in v["rounds"])
+        print(f"{label:24s} {v['weight_bytes'] / 1e6:9.1f} {bandwidth / v['weight_bytes']:7.1f} {rate:9.1f} "
+              f"{share * v['weight_bytes']:9.0%} {share * info[OURS]['weight_bytes']:8.0%} "
+              f"{wall[BASE] / wall[label]:6.2f}x {new_tokens / cpu[label]:10.1f} "
               f"{cpu[BASE] / cpu[label]:6.2f}x {v['rounds'][-1]['peak_rss_mb']:6.0f} MB")
     reference = info[BASE]["rounds"][0]["tokens"]
     same = all(r["tokens"] == reference for label in FLOAT32 for r in info[label]["rounds"])
