@@ -96,8 +96,10 @@ def worker(variant: str, weights: Path, prompt: list[int], new_tokens: int, thre
         }), flush=True)
 
 
-def measure(threads: int, weights: str, prompt: list[int], args: argparse.Namespace) -> dict[str, dict]:
-    """Interleaved rounds of every variant with `threads` threads; per variant its rounds and weight bytes."""
+def measure(threads: int, weights: str, prompt: list[int],
+            args: argparse.Namespace) -> tuple[dict[str, dict], list[float]]:
+    """Interleaved rounds of every variant with `threads` threads: per variant its rounds and weight
+    bytes, and every copy-bandwidth probe taken."""
     torch.set_num_threads(threads)
     workers, info, bandwidths = {}, {}, []
     for label, variant in VARIANTS.items():  # loaded one after another: their loading peaks stay apart
@@ -179,7 +181,7 @@ def main() -> None:
         for threads in args.threads:
             all_same &= report(threads, *measure(threads, tmp, prompt, args), args.new_tokens)
     if not all_same:
-        sys.exit("ours and transformers produced different tokens")
+        sys.exit("the float32 variants produced different tokens")
 
 
 if __name__ == "__main__":

@@ -3,8 +3,8 @@
 The chapter measures its ladder on the pocket model, whose bytes are mostly the output head; this
 runs the chapter's own loop functions (read from the notebook, so nothing is copied) on a
 gpt2-sized model with seeded random float32 weights: batch 1, a 32-token prompt, greedy. Each
-version's median of interleaved rounds counts; the copy bandwidth is probed after every round
-with the same number of threads, and its median sets the bound (bytes of weights per token).
+version's median of interleaved rounds counts; a copy of 256 MiB is timed in every round too, with
+the same number of threads, and its median sets the bound (bytes of weights per token).
 The versions must produce identical tokens.
 
 Usage: python benchmarks/generate_steps.py [--new-tokens 64] [--rounds 3] [--threads 1]
@@ -14,8 +14,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import statistics
-import time
 from pathlib import Path
 
 import torch
@@ -23,7 +21,7 @@ import torch.nn.functional as F
 
 from gpt2_course.attention import attention
 from gpt2_course.config import GPT2Config
-from gpt2_course.fast import copy_bandwidth, decode_layout_, weight_bytes_per_token
+from gpt2_course.fast import decode_layout_, interleaved_medians, weight_bytes_per_token
 from gpt2_course.generate import KVCache, generate
 from gpt2_course.heads import merge_heads
 from gpt2_course.masking import causal_mask
@@ -73,23 +71,20 @@ def main() -> None:
     }
     outputs = {name: fn() for name, fn in versions.items()}  # also the warm-up
     same = all(torch.equal(out, outputs["no cache"]) for out in outputs.values())
-    times: dict[str, list[float]] = {name: [] for name in versions}
-    bandwidths = []
-    for _ in range(args.rounds):
-        for name, fn in versions.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-        bandwidths.append(copy_bandwidth())
-    bound = statistics.median(bandwidths) / weight_bytes_per_token(model)
+    src = torch.ones(2**26)  # 256 MiB: one copy per round, timed among the versions
+    dst = torch.empty_like(src)
+    dst.copy_(src)
+    seconds = interleaved_medians({**versions, "copy": lambda: dst.copy_(src)}, rounds=args.rounds)
+    bandwidth = 2 * src.nbytes / seconds.pop("copy")  # read and written, counted twice (as copy_bandwidth)
+    bound = bandwidth / weight_bytes_per_token(model)
     print(f"gpt2-sized model, random weights (seed 0), batch 1, 32-token prompt, {n} new greedy tokens, "
           f"{args.threads} thread(s), median of {args.rounds} interleaved rounds, torch {torch.__version__}")
-    print(f"copy bandwidth {statistics.median(bandwidths) / 1e9:.1f} GB/s, bound {bound:.1f} tokens/s "
+    print(f"copy bandwidth {bandwidth / 1e9:.1f} GB/s, bound {bound:.1f} tokens/s "
           "(tokens/s include the prompt's prefill; machine-dependent)")
     print(f"{'version':24s} {'tokens/s':>9s} {'of bound':>9s} {'vs previous':>12s}")
     previous = None
-    for name, t in times.items():
-        rate = n / statistics.median(t)
+    for name, t in seconds.items():
+        rate = n / t
         step = "" if previous is None else f"{rate / previous:.2f}x"
         print(f"{name:24s} {rate:9.1f} {rate / bound:9.0%} {step:>12s}")
         previous = rate
