@@ -23,6 +23,13 @@ def define(code: str) -> dict:
     return ns
 
 
+def one_change(qid: str, template: str, correct: dict[str, str],
+               changes: dict[str, dict[str, str]]) -> dict[tuple[str, str], str]:
+    """Learner-style answers that each differ from the correct one in one place: `template` filled
+    with the `correct` parts, then the mistake's parts swapped in. Keyed like PLANTED."""
+    return {(qid, name): template.format(**{**correct, **change}) for name, change in changes.items()}
+
+
 def planted_tests(exercise: str, planted: dict[tuple[str, str], str],
                   also: dict[tuple[str, str], list[str]] | None = None) -> tuple:
     """The chapter's three tests: every mistake has an answer; each answer (and each other common

@@ -1,7 +1,7 @@
 """Multi-head attention (06_multi_head_attention): a learner-style wrong answer for every planted
 mistake of its bank, gpt2_course/exercises/ch06_multi_head_attention.py, and other forms learners
 write that must get the same hint."""
-from planted import planted_tests
+from planted import one_change, planted_tests
 
 # One multi-head attention, every mistake one line different from the right answer.
 MHA = """
@@ -43,10 +43,9 @@ def merge_heads(x):
     B, H, T, D = x.shape
     return x.transpose(1, 2).view(B, T, H * D)""",
 }
-for _name, _change in {
+PLANTED |= one_change("q4", MHA, MHA_OK, {
     "no_mask": {"mask": "pass"}, "no_scale": {"scale": "1"}, "scale_by_c": {"scale": "math.sqrt(C)"},
     "single_head": {"heads": "1", "scale": "math.sqrt(C)"}, "no_proj": {"out": "y"},
-}.items():
-    PLANTED["q4", _name] = MHA.format(**{**MHA_OK, **_change})
+})
 
 test_covered, test_hints, test_distinct = planted_tests("06_multi_head_attention", PLANTED)

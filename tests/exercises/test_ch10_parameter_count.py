@@ -1,7 +1,7 @@
 """The parameter count (10_parameter_count): a learner-style wrong answer for every planted mistake of
 its bank, gpt2_course/exercises/ch10_parameter_count.py, and other forms learners write that must
 get the same hint."""
-from planted import planted_tests
+from planted import one_change, planted_tests
 
 # One parameter count, every mistake one line different from the right answer.
 COUNT = """
@@ -23,11 +23,10 @@ PLANTED = {
     ("q4", "untied"): "wte_share = 50257 * 768 / 163_037_184",
     ("q4", "with_wpe"): "wte_share = (50257 + 1024) * 768 / 124_439_808",
 }
-for _name, _change in {
+PLANTED |= one_change("q2", COUNT, COUNT_OK, {
     "tied_twice": {"ret": "total + V * C"}, "never_head": {"ret": "total"},
     "head_bias": {"ret": "total if tied else total + V * C + V"}, "no_biases": {"biases": "0"},
     "no_layernorms": {"ln": "0", "ln_f": "0"}, "no_ln_f": {"ln_f": "0"}, "no_wpe": {"wpe": "0"},
-}.items():
-    PLANTED["q2", _name] = COUNT.format(**{**COUNT_OK, **_change})
+})
 
 test_covered, test_hints, test_distinct = planted_tests("10_parameter_count", PLANTED)
