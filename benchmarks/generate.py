@@ -14,14 +14,16 @@ tokens/s the table gives tokens per CPU-second of the worker, which other proces
 disturb less (with one thread it is the compute rate; with more, CPU time sums the threads).
 
 The bound: a batch-1 decode step reads every weight once, so tokens/s cannot exceed the copy
-bandwidth divided by the bytes of weights read per token. The copy bandwidth is measured on 256 MiB
-with the same number of threads right before and right after every generation (workers idle), and
-each generation is held against the mean of its two probes: on a shared machine the bandwidth moves
-from minute to minute. 'of bound' is the median over rounds of those shares. A CPU whose
+bandwidth divided by the bytes of weights read per token. The copy bandwidth is measured with the
+same number of threads right before and right after every generation (workers idle), each time as the
+rate of PROBE_COPIES copies of 256 MiB (about half a second: a rate over a stretch of time, as tokens/s are,
+not the best instant), and each generation is held against the mean of its two probes: on a shared
+machine the bandwidth moves from second to second. 'of bound' is the median over rounds of those
+shares. A CPU whose
 last-level cache holds much of the model can beat the bound, and so can a kernel that only reads
 (a copy reads and writes): 'of bound' can exceed 100%.
 
-Usage: python benchmarks/generate.py [--prompt-tokens 32] [--new-tokens 128] [--repeats 3] [--threads 1 2]
+Usage: python benchmarks/generate.py [--prompt-tokens 32] [--new-tokens 128] [--repeats 5] [--threads 1 2]
 """
 from __future__ import annotations
 
@@ -53,6 +55,7 @@ VARIANTS = {
 }
 BASE, OURS = "transformers, float32", "ours, float32"
 FLOAT32 = (BASE, OURS, "ours, float32 as loaded")  # must agree on every token
+PROBE_COPIES = 16  # of 256 MiB each: about half a second per probe
 
 
 def worker(variant: str, weights: Path, prompt: list[int], new_tokens: int, threads: int) -> None:
@@ -112,12 +115,12 @@ def measure(threads: int, weights: str, prompt: list[int],
     for r in range(args.repeats):
         labels = list(VARIANTS)
         for label in labels[r % len(labels):] + labels[: r % len(labels)]:  # rotate who goes first
-            before = copy_bandwidth(repeats=3)  # every worker idle: the probe has the machine
+            before = copy_bandwidth(repeats=PROBE_COPIES)  # every worker idle: the probe has the machine
             workers[label].stdin.write("run\n")
             workers[label].stdin.flush()
             if not (line := workers[label].stdout.readline()):
                 sys.exit(f"the {label} worker died (its error is above)")
-            after = copy_bandwidth(repeats=3)
+            after = copy_bandwidth(repeats=PROBE_COPIES)
             info[label]["rounds"].append({**json.loads(line), "bandwidth": (before + after) / 2})
             bandwidths += [before, after]
     for w in workers.values():
@@ -136,14 +139,18 @@ def report(threads: int, info: dict[str, dict], bandwidths: list[float], new_tok
           f"{'vs tf':>7s} {'tok/CPU-s':>10s} {'vs tf':>7s} {'peak RSS':>9s}")
     wall = {label: statistics.median(r["wall"] for r in v["rounds"]) for label, v in info.items()}
     cpu = {label: statistics.median(r["cpu"] for r in v["rounds"]) for label, v in info.items()}
+    spread = {}
     for label, v in info.items():
         rate = new_tokens / wall[label]
         # each round's tokens/s against the bound its own probes measured, as bytes per token / bytes per s
-        share = statistics.median(new_tokens / r["wall"] / r["bandwidth"] for r in v["rounds"])
+        shares = [new_tokens / r["wall"] / r["bandwidth"] * v["weight_bytes"] for r in v["rounds"]]
+        share = statistics.median(shares) / v["weight_bytes"]
+        spread[label] = f"{min(shares):.0%}-{max(shares):.0%}"
         print(f"{label:24s} {v['weight_bytes'] / 1e6:9.1f} {bandwidth / v['weight_bytes']:7.1f} {rate:9.1f} "
               f"{share * v['weight_bytes']:9.0%} {share * info[OURS]['weight_bytes']:8.0%} "
               f"{wall[BASE] / wall[label]:6.2f}x {new_tokens / cpu[label]:10.1f} "
               f"{cpu[BASE] / cpu[label]:6.2f}x {v['rounds'][-1]['peak_rss_mb']:6.0f} MB")
+    print(f"'of bound' in single rounds: {spread[OURS]} for {OURS}, {spread[BASE]} for {BASE}")
     reference = info[BASE]["rounds"][0]["tokens"]
     same = all(r["tokens"] == reference for label in FLOAT32 for r in info[label]["rounds"])
     agree = {label: sum(a == b for a, b in zip(v["rounds"][0]["tokens"], reference, strict=True)) / new_tokens
@@ -157,7 +164,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--prompt-tokens", type=int, default=32)
     p.add_argument("--new-tokens", type=int, default=128)
-    p.add_argument("--repeats", type=int, default=3, help="interleaved rounds; each variant's median counts")
+    p.add_argument("--repeats", type=int, default=5, help="interleaved rounds; each variant's median counts")
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--worker", choices=list(VARIANTS.values()), help=argparse.SUPPRESS)
     p.add_argument("--weights", type=Path, help=argparse.SUPPRESS)

@@ -24,16 +24,16 @@ def weight_bytes_per_token(model: nn.Module) -> int:
 def copy_bandwidth(nbytes: int = 2**28, repeats: int = 5,
                    clock: Callable[[], float] = time.perf_counter) -> float:
     """Bytes per second main memory moves when copying nbytes (each byte read once and written once,
-    counted twice), the fastest of repeats. nbytes must be far larger than the CPU's caches."""
+    counted twice), over all of repeats copies: a rate over a stretch of time, as tokens per second
+    are, so that a machine whose load changes moves both alike. nbytes must be far larger than the
+    CPU's caches."""
     src = torch.ones(nbytes // 4)
     dst = torch.empty_like(src)
     dst.copy_(src)  # first touch: the pages are mapped now, not during the timing
-    times = []
+    start = clock()
     for _ in range(repeats):
-        start = clock()
         dst.copy_(src)
-        times.append(clock() - start)
-    return 2 * nbytes / min(times)
+    return 2 * nbytes * repeats / (clock() - start)
 
 
 def interleaved_medians(fns: dict[str, Callable[[], object]], rounds: int,
