@@ -19,9 +19,8 @@ same number of threads right before and right after every generation (workers id
 rate of PROBE_COPIES copies of 256 MiB (about half a second: a rate over a stretch of time, as tokens/s are,
 not the best instant), and each generation is held against the mean of its two probes: on a shared
 machine the bandwidth moves from second to second. 'of bound' is the median over rounds of those
-shares. A CPU whose
-last-level cache holds much of the model can beat the bound, and so can a kernel that only reads
-(a copy reads and writes): 'of bound' can exceed 100%.
+shares. A CPU whose last-level cache holds much of the model can beat the bound, and so can a kernel
+that only reads (a copy reads and writes): 'of bound' can exceed 100%.
 
 Usage: python benchmarks/generate.py [--prompt-tokens 32] [--new-tokens 128] [--repeats 5] [--threads 1 2]
 """
@@ -142,12 +141,13 @@ def report(threads: int, info: dict[str, dict], bandwidths: list[float], new_tok
     spread = {}
     for label, v in info.items():
         rate = new_tokens / wall[label]
-        # each round's tokens/s against the bound its own probes measured, as bytes per token / bytes per s
+        # each round's tokens/s per byte/s of the bandwidth its own probes measured; times the bytes
+        # read per token, that is its share of the bound
+        per_byte = statistics.median(new_tokens / r["wall"] / r["bandwidth"] for r in v["rounds"])
         shares = [new_tokens / r["wall"] / r["bandwidth"] * v["weight_bytes"] for r in v["rounds"]]
-        share = statistics.median(shares) / v["weight_bytes"]
         spread[label] = f"{min(shares):.0%}-{max(shares):.0%}"
         print(f"{label:24s} {v['weight_bytes'] / 1e6:9.1f} {bandwidth / v['weight_bytes']:7.1f} {rate:9.1f} "
-              f"{share * v['weight_bytes']:9.0%} {share * info[OURS]['weight_bytes']:8.0%} "
+              f"{per_byte * v['weight_bytes']:9.0%} {per_byte * info[OURS]['weight_bytes']:8.0%} "
               f"{wall[BASE] / wall[label]:6.2f}x {new_tokens / cpu[label]:10.1f} "
               f"{cpu[BASE] / cpu[label]:6.2f}x {v['rounds'][-1]['peak_rss_mb']:6.0f} MB")
     print(f"'of bound' in single rounds: {spread[OURS]} for {OURS}, {spread[BASE]} for {BASE}")
