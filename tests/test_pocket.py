@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-import gpt2_course.train as train_module
 from gpt2_course.data import token_ids
 from gpt2_course.loading import POCKET_DIR, load_model
 from gpt2_course.train import TrainConfig, earlier_stages, initial_model, parse_config, train
+
+train_module = sys.modules["gpt2_course.train"]  # the module: `gpt2_course.train` is its function train
 
 CARD = (POCKET_DIR / "README.md").read_text(encoding="utf-8")
 TINY_RUN = dict(n_layer=1, n_head=2, n_embd=16, n_ctx=32, batch_size=2, warmup=1, eval_every=0,
@@ -152,8 +153,6 @@ def test_dropout_hooks_act_in_training_only():
 
 @pytest.mark.parametrize("flags, expected", [([], False), (["--compile"], True), (["--no-compile"], False)])
 def test_train_cli_boolean_flags(flags, expected, monkeypatch, tmp_path):
-    import gpt2_course.train as train_module
-
     seen = []
     monkeypatch.setattr(train_module, "train", lambda c: (seen.append(c), (None, [{"step": 0}]))[1])
     train_module.main([*flags, "--dropout", "0.2", "--out-dir", str(tmp_path)])

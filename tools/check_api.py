@@ -1,64 +1,67 @@
-"""Check that the package's top-level names still exist where `gpt2_course/__init__.py` says.
+"""Check the package's public names where a learner meets them: at run time, in a fresh interpreter.
 
 Usage:
-    python tools/check_api.py                # exit 1, naming each stale entry of _EXPORTS
+    python tools/check_api.py                # exit 1, naming each problem
     python tools/check_api.py --root DIR     # check a copy of the repository (tests use this)
 
-`_EXPORTS` maps each public name to the module that defines it. A chapter that renames or
-moves a function would otherwise leave `gpt2_course.NAME` raising AttributeError for the
-learner; the check reads the modules' source (no import, so no torch) and requires each
-name to be *defined* there (def, class or assignment), not merely imported from elsewhere.
+tools/export.py generates the names from the notebooks (each module's `__all__`, and
+`gpt2_course/_names.py` for the package's top level) and checks the files' text. This check imports
+every generated module and checks the objects: `gpt2_course.NAME` is the object its module defines,
+each module's `__all__` is what its notebook's cells make public, and no function or class a
+module defines is out of reach (neither public nor in an `#| exporti` cell), whatever put it there.
 """
 from __future__ import annotations
 
 import argparse
-import ast
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from export import PACKAGE, ExportError, collect  # noqa: E402  (tools/ is not a package)
+
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGE = "gpt2_course"
 
-
-def exports(init: Path) -> dict[str, str]:
-    """The `_EXPORTS` literal of the package's `__init__.py`."""
-    for node in ast.parse(init.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "_EXPORTS" for t in node.targets
-        ):
-            return ast.literal_eval(node.value)
-    raise SystemExit(f"{init}: no `_EXPORTS = {{...}}` literal found")
-
-
-def defined(module: Path) -> set[str]:
-    """Names a module defines at top level (imports do not count: the name must live here)."""
-    names: set[str] = set()
-    for node in ast.parse(module.read_text(encoding="utf-8")).body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-    return names
+# Reads {module: {"public": [...], "internal": [...]}} on stdin; prints one line per problem.
+PROBE = r"""
+import importlib, inspect, json, sys
+import gpt2_course
+spec = json.load(sys.stdin)
+for name, want in spec.items():
+    path = f"gpt2_course/{name}.py"
+    module = importlib.import_module("gpt2_course." + name)
+    if list(getattr(module, "__all__", [])) != want["public"]:
+        print(f"{path}: `__all__` is not what its notebook's `#| export` cells make public "
+              "(edited by hand?): run `make export`")
+    for attr in want["public"]:
+        if not hasattr(module, attr):
+            print(f"{path}: public `{attr}` is not defined when the module is imported")
+        elif getattr(gpt2_course, attr, None) is not getattr(module, attr):
+            print(f"{path}: `gpt2_course.{attr}` is not {name}.{attr}: "
+                  "gpt2_course/_names.py or the package's __init__ is out of date")
+    for attr, obj in vars(module).items():
+        if attr.startswith("_") or not (inspect.isfunction(obj) or inspect.isclass(obj)):
+            continue
+        if obj.__module__ == module.__name__ and attr not in want["public"] + want["internal"]:
+            print(f"{path}: `{attr}` is defined but not public, nor in an `#| exporti` cell: "
+                  "`gpt2_course." + attr + "` does not reach it")
+"""
 
 
 def problems(root: Path) -> list[str]:
-    package = root / PACKAGE
-    init = f"{PACKAGE}/__init__.py"
-    found = []
-    for name, module in sorted(exports(package / "__init__.py").items()):
-        path = package / f"{module}.py"
-        if name.startswith("_"):
-            found.append(f"{init}: `{name}` is private and cannot be a public name")
-        elif not path.exists():
-            found.append(f"{init}: `{name}` comes from {PACKAGE}/{module}.py, which does not exist")
-        elif name not in defined(path):
-            found.append(
-                f"{init}: `{name}` is not defined in {PACKAGE}/{module}.py (renamed or moved?): "
-                "update _EXPORTS to where it lives now, or drop it"
-            )
-    return found
+    try:
+        modules = collect(root)
+    except ExportError as e:
+        return e.problems
+    spec = {m.name: {"public": m.names, "internal": m.internal} for m in modules.values()}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run([sys.executable, "-c", PROBE], input=json.dumps(spec), capture_output=True,
+                         text=True, cwd=root, env=env)
+    if run.returncode != 0:
+        return [f"importing {PACKAGE} failed in a fresh interpreter:\n{run.stderr.strip()}"]
+    return run.stdout.splitlines()
 
 
 def main(argv: list[str] | None = None) -> None:
