@@ -2,8 +2,11 @@
 # Notebooks are executed (make execute) and checked (make test: conftest.py) in one pinned numeric
 # environment, tools/numeric_env.py, so stored outputs reproduce on any x86-64 CPU.
 SHELL := /bin/bash
+# The Python that builds .venv: one in pyproject.toml's requires-python (make PYTHON=python3.12 test).
+PYTHON ?= python3
 PY    := .venv/bin/python
 STAMP := .venv/.installed
+RANGE := .venv/.python-range
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
 
 .PHONY: book book-execute check-book lab test check export exercises execute test-pretrained bench lock clean help
@@ -11,7 +14,9 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
 help:
 	@echo "make book         build the HTML book into _build/html (offline, from stored outputs)"
 	@echo "make test         lint + export check + unit tests + nbval over every chapter (what CI runs)"
-	@echo "make check        fast checks only: ruff, notebook->package sync, exercise blanks"
+	@echo "make PYTHON=python3.12 test   the same, with .venv built by another Python (3.11 to 3.14)"
+	@echo "make check        fast checks only: ruff, notebook->package sync, exercise blanks, and"
+	@echo "                  (when requirements.txt changes) that the lock installs on Python 3.11 to 3.14"
 	@echo "make lab          open the chapters in JupyterLab, in the course's environment"
 	@echo "make check-book   build the book, then check every page in Chromium (part of make test)"
 	@echo "make export       regenerate gpt2_course/*.py from the chapters' '#| export' cells"
@@ -22,11 +27,17 @@ help:
 	@echo "make bench        run the benchmarks in benchmarks/"
 	@echo "make lock         re-pin requirements.txt to the packages in .venv"
 
-# torch first, pinned: any other spec can pull a multi-GB CUDA build. pip byte-compiles one file at
-# a time (half the install); compileall -j 0 does it on every core. Its exit status is ignored, as
-# pip ignores it: a few packages ship test files in other Python dialects that never compile.
+# $(PYTHON) must lie in requires-python and have ensurepip (Debian: python3-venv), else
+# tools/check_python_range.py says which Pythons work and how to pick one; a .venv without pip (made
+# without ensurepip) is rebuilt. torch first, pinned: any other spec can pull a multi-GB CUDA build.
+# pip byte-compiles one file at a time (half the install); compileall -j 0 does it on every core. Its
+# exit status is ignored, as pip ignores it: a few packages ship test files in other Python dialects
+# that never compile.
 $(STAMP): requirements.txt pyproject.toml
-	test -x $(PY) || python3 -m venv .venv
+	@test -x .venv/bin/pip || { command -v $(PYTHON) > /dev/null || \
+	  { echo "$(PYTHON) not found: install Python 3.11 to 3.14, or name one: make PYTHON=python3.12 test"; exit 1; }; \
+	  $(PYTHON) tools/check_python_range.py --interpreter && rm -rf .venv && $(PYTHON) -m venv .venv; }
+	@$(PY) tools/check_python_range.py --interpreter
 	$(PY) -m pip install --quiet --no-compile torch==2.13.0
 	$(PY) -m pip install --quiet --no-compile -r requirements.txt
 	$(PY) -m compileall -q -j 0 .venv/lib > /dev/null 2>&1 || true
@@ -56,7 +67,13 @@ book-execute: $(STAMP)
 	$(PY) tools/numeric_env.py -- .venv/bin/jupyter-book build . --config _build/_config_execute.yml \
 	  --warningiserror --keep-going
 
-check: $(STAMP)
+# Every pin of requirements.txt resolves at both ends of requires-python (pip --dry-run, nothing
+# installed); re-run only when the lock, the range or the check changes, as it reads the index.
+$(RANGE): requirements.txt pyproject.toml tools/check_python_range.py | $(STAMP)
+	$(PY) tools/check_python_range.py
+	touch $@
+
+check: $(STAMP) $(RANGE)
 	.venv/bin/ruff check gpt2_course tools tests benchmarks conftest.py
 	$(PY) tools/export.py --check
 	$(PY) tools/check_api.py

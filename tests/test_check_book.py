@@ -1,6 +1,8 @@
-"""The browser check (tools/check_book.py) catches each fault it promises to, in a tiny fake book."""
+"""The browser check (tools/check_book.py) finds a browser where learners have one, and catches each
+fault it promises to, in a tiny fake book."""
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -101,7 +103,62 @@ def test_search_that_finds_nothing_fails(site: Path) -> None:
     (site / "search.html").write_text(HEAD + '<div id="search-results"></div></body></html>')
     report = check_book.Report()
     with check_book.serve(site) as base, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(check_book.CHROMIUM), args=check_book.FLAGS)
+        browser = p.chromium.launch(executable_path=str(check_book.find_browser()), args=check_book.FLAGS)
         check_book._check_search(check_book._new_context(browser, report), base, "attention", report, 2000)
         browser.close()
     assert report.problems == ["search.html: search for 'attention' found nothing"]
+
+
+REAL = check_book.find_browser()  # the browser this machine has (the check fails here without one)
+
+
+@pytest.fixture
+def bare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A machine without Debian's Chromium, macOS's apps or Playwright's own browser; returns an empty
+    folder, to be put first on PATH."""
+    monkeypatch.setattr(check_book, "CHROMIUM", tmp_path / "usr-bin-chromium")
+    monkeypatch.setattr(check_book, "MACOS_APPS", ())
+    monkeypatch.setenv("PLAYWRIGHT_BROWSERS_PATH", str(tmp_path / "ms-playwright"))
+    (tmp_path / "bin").mkdir()
+    return tmp_path / "bin"
+
+
+def test_a_chromium_on_path_is_found_and_drives_the_check(bare: Path, site: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    (bare / "chromium").symlink_to(REAL)
+    monkeypatch.setenv("PATH", f"{bare}{os.pathsep}{os.environ['PATH']}")
+    assert check_book.find_browser() == bare / "chromium"
+    report = check_book.check_book(site, None, phone=None, query=None)
+    assert report.browser == bare / "chromium"
+    assert report.pages == len(check_book.pages_of(site)) and problems_of(report, "chapters/good.html") == ""
+
+
+def test_playwrights_own_browser_comes_after_path(bare: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    own = bare.parent / "ms-playwright" / "chrome"
+    own.parent.mkdir()
+    own.symlink_to(REAL)
+    monkeypatch.setenv("PATH", str(bare))
+    assert check_book.find_browser(str(own)) == own
+    (bare / "google-chrome").symlink_to(REAL)
+    assert check_book.find_browser(str(own)) == bare / "google-chrome"
+
+
+def test_no_browser_is_one_line_that_says_how_to_install_one(bare: Path, site: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(bare))
+    with pytest.raises(SystemExit) as failed:
+        check_book.check_book(site, None, phone=None, query=None)  # Playwright's own: not installed
+    message = str(failed.value)
+    assert "\n" not in message and message.startswith("check_book: no Chromium or Chrome found")
+    assert check_book.install_hint() in message
+
+
+@pytest.mark.parametrize(("system", "distro", "advice"), [
+    ("Linux", {"debian"}, "apt-get install chromium"),
+    ("Linux", {"ubuntu", "debian"}, ".venv/bin/playwright install --with-deps chromium"),
+    ("Linux", {"fedora"}, "dnf install chromium"),
+    ("Linux", {"nixos"}, ".venv/bin/playwright install --with-deps chromium"),
+    ("Darwin", None, "install Google Chrome, or run .venv/bin/playwright install chromium"),
+])
+def test_each_platform_gets_its_own_advice(system: str, distro: set[str] | None, advice: str) -> None:
+    assert advice in check_book.install_hint(system, distro)

@@ -1,12 +1,17 @@
-"""Check the built book in a real browser: every page of `_build/html` in Debian's Chromium.
+"""Check the built book in a real browser: every page of `_build/html` in Chromium or Chrome.
 
 Usage:
     python tools/check_book.py                 # after `make book`; exit 1 listing every problem
     python tools/check_book.py --html DIR --screenshots DIR --phone chapters/04_self_attention.html
+    python tools/check_book.py --which-browser # the browser it would drive, or how to get one
 
 The book is served on 127.0.0.1 and driven with Playwright's Python package, which ships its
-own driver and launches /usr/bin/chromium (`apt-get install chromium`; never `playwright
-install`, which downloads a browser). Every page fails the check on:
+own driver and launches the first browser found (`find_browser`): Debian's /usr/bin/chromium
+(`apt-get install chromium`, what CI uses), a Chromium or Chrome on PATH or in macOS's
+/Applications, the one `.venv/bin/playwright install chromium` downloads, and last a snap's
+(Ubuntu's Chromium, which Playwright often cannot start). With none, the check fails with one line
+saying how to install one on this system: it is part of `make test`, never skipped. Every page
+fails the check on:
 
 - a request to any host but 127.0.0.1 (blocked, and counted by host): the book works offline;
 - a console error or uncaught exception;
@@ -26,7 +31,10 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
+import platform
 import re
+import shutil
 import sys
 import threading
 import time
@@ -42,7 +50,11 @@ from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's, first: CI's browser
+ON_PATH = ("chromium", "chromium-browser", "google-chrome", "chrome")
+MACOS_APPS = (Path("/Applications/Google Chrome.app/Contents/MacOS/Google Chrome"),
+              Path("/Applications/Chromium.app/Contents/MacOS/Chromium"))
+PLAYWRIGHT_INSTALL = ".venv/bin/playwright install --with-deps chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--no-first-run"]
 HOST = "127.0.0.1"
@@ -117,9 +129,48 @@ PHONE_JS = r"""
 """
 
 
+def install_hint(system: str | None = None, distro: set[str] | None = None) -> str:
+    """How to get a browser the check can drive, on this system (or the one named)."""
+    system = system or platform.system()
+    if system == "Darwin":
+        return "install Google Chrome, or run .venv/bin/playwright install chromium"
+    if system == "Windows":
+        return r"install Google Chrome, or run .venv\Scripts\playwright install chromium"
+    if distro is None:
+        try:
+            release = platform.freedesktop_os_release()
+            distro = {release.get("ID", ""), *release.get("ID_LIKE", "").split()}
+        except OSError:
+            distro = set()
+    if "ubuntu" in distro:  # before debian: Ubuntu's ID_LIKE is debian, its chromium package a snap
+        return f"run {PLAYWRIGHT_INSTALL} (Ubuntu's apt-get install chromium gives a snap)"
+    if "debian" in distro:
+        return "run apt-get install chromium as root"
+    if distro & {"fedora", "rhel", "centos"}:
+        return "run dnf install chromium as root"
+    if "arch" in distro:
+        return "run pacman -S chromium as root"
+    return f"run {PLAYWRIGHT_INSTALL}"
+
+
+def find_browser(playwright_browser: str | None = None) -> Path:
+    """The browser to drive: the first of Debian's Chromium, a Chromium or Chrome on PATH or in
+    /Applications, Playwright's own (`playwright_browser`: where Playwright keeps it), then one a
+    snap runs. With none, exit with one line that says how to install one here."""
+    found = [CHROMIUM, *(shutil.which(name) for name in ON_PATH), *MACOS_APPS, playwright_browser]
+    found = [Path(p) for p in found if p and os.path.isfile(p) and os.access(p, os.X_OK)]
+    snaps = [p for p in found if Path(os.path.realpath(p)).parts[1:2] == ("snap",)]
+    if found:
+        return ([p for p in found if p not in snaps] + snaps)[0]
+    raise SystemExit(f"check_book: no Chromium or Chrome found (looked for {CHROMIUM}, "
+                     f"{', '.join(ON_PATH)} on PATH, and Playwright's own): {install_hint()}, "
+                     f"then run make test again")
+
+
 @dataclass
 class Report:
     problems: list[str] = field(default_factory=list)
+    browser: Path | None = None
     blocked: Counter[str] = field(default_factory=Counter)
     external_links: Counter[str] = field(default_factory=Counter)
     pages: int = 0
@@ -289,21 +340,29 @@ def _check_phone(browser, base: str, name: str, shots: Path | None, report: Repo
     context.close()
 
 
+def launch(p, path: Path):
+    """`path` started headless by Playwright `p`; a browser that will not start is one line."""
+    try:
+        return p.chromium.launch(executable_path=str(path), headless=True, args=FLAGS)
+    except Exception as e:  # Playwright's error names the browser's own complaint on its first line
+        raise SystemExit(f"check_book: {path} did not start ({str(e).splitlines()[0][:200]}): "
+                         f"{install_hint()}") from None
+
+
 def check_book(html: Path, shots: Path | None, phone: str | None, query: str | None = "attention",
                chapter_dir: str = "chapters/") -> Report:
-    """Drive Chromium over every page of `html`; every problem found is in the returned report."""
+    """Drive the browser over every page of `html`; every problem found is in the returned report."""
     from playwright.sync_api import sync_playwright
 
-    if not CHROMIUM.exists():
-        raise SystemExit(f"{CHROMIUM} not found: install Debian's Chromium (apt-get install chromium)")
     if shots:
         shots.mkdir(parents=True, exist_ok=True)
         for old in shots.glob("*.jpg"):
             old.unlink()
     report = Report()
     names = pages_of(html)
-    with serve(html) as base, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=FLAGS)
+    with sync_playwright() as p, serve(html) as base:
+        report.browser = find_browser(p.chromium.executable_path)
+        browser = launch(p, report.browser)
         context = _new_context(browser, report, viewport={"width": 1280, "height": 900})
         links, ids = {}, {}
         for name in names:
@@ -340,13 +399,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--screenshots", type=Path, default=ROOT / "_build" / "screenshots")
     parser.add_argument("--phone", default="chapters/04_self_attention.html",
                         help="the page checked at phone width")
+    parser.add_argument("--which-browser", action="store_true",
+                        help="print the browser the check would drive (or how to install one) and stop")
     args = parser.parse_args(argv)
+    if args.which_browser:
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as p:
+            print(find_browser(p.chromium.executable_path))
+        return
     if not (args.html / "index.html").exists():
         raise SystemExit(f"{args.html}/index.html not found: build the book first (make book)")
     start = time.perf_counter()
     report = check_book(args.html, args.screenshots, args.phone)
     seconds = time.perf_counter() - start
-    print(f"check_book: {report.pages} pages in Chromium, {len(report.screenshots)} screenshots in "
+    print(f"check_book: {report.pages} pages in {report.browser}, {len(report.screenshots)} screenshots in "
           f"{args.screenshots}, search 'attention': {report.search_hits} results, {seconds:.0f} s")
     blocked = ", ".join(f"{h} ({n})" for h, n in report.blocked.most_common()) or "none"
     print(f"requests to other hosts (blocked): {blocked}")
