@@ -49,8 +49,9 @@ def no_shift(ids: list[int], n_prompt: int) -> tuple[list[int], list[int]]:
 def _mask_cases() -> list[Case]:
     examples = [("Who's there?\nVerse or prose?", " prose"), ("English: The king is here.\nFrench:",
                 " Le roi est ici."), ("A\nTL;DR:", " B")]
+    encoded = [(p, a, encode_example(p, a)) for p, a in examples]  # here: encode_example is q2's answer
     return [Case(f"masked_targets(*encode_example({p!r}, {a!r}))",
-                 lambda f, p=p, a=a: _as_tensors(f, *encode_example(p, a))) for p, a in examples]
+                 lambda f, ex=ex: _as_tensors(f, list(ex[0]), ex[1])) for p, a, ex in encoded]
 
 
 # --- q2: formatting an example ----------------------------------------------------------------

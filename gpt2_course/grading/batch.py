@@ -1,10 +1,12 @@
 """Instructor grading: `gpt2-course grade PATH... [--csv grades.csv]`.
 
 Each submission runs in its own isolated process (sandbox.py) that executes the notebook's
-cells and probes its answers; the outputs come back as plain data and are judged here, against
-reference outputs computed here before any submission ran. Whatever one submission does (crash,
-hang, unreadable output, a forged reply), it becomes that row's error: the batch goes on, the
-table and the CSV (written row by row) get every row.
+cells and runs each question's test cases (sent from here, plans.py) on its answers; the outputs
+come back as plain data and are judged here, against reference outputs computed here before any
+submission ran. Whatever one submission does (crash, hang, unreadable output, a forged reply),
+it becomes that row's error: the batch goes on, the table and the CSV (written row by row) get
+every row. When the grader itself fails (a worker that cannot start), the row says "not graded"
+and why: the submission gets no score, never a verdict about its code.
 """
 from __future__ import annotations
 
@@ -20,10 +22,12 @@ from typing import Any
 
 from gpt2_course.grading.judging import expected, judge
 from gpt2_course.grading.notebook import missing
-from gpt2_course.grading.probing import QUESTION_TIMEOUT, BadMessage, decode
+from gpt2_course.grading.plans import plan
+from gpt2_course.grading.probing import QUESTION_TIMEOUT
 from gpt2_course.grading.questions import Result, exercise_ids, get_exercise
 from gpt2_course.grading.report import CSV_HEADER, Report, clean, csv_rows, format_report, header
-from gpt2_course.grading.sandbox import Dead, Sandbox, Worker
+from gpt2_course.grading.sandbox import Dead, GraderFailure, Sandbox, Worker
+from gpt2_course.grading.wire import BadMessage, decode
 
 STARTUP_TIMEOUT = 120.0  # seconds a fresh worker may take to say it is ready
 
@@ -45,14 +49,26 @@ def identify(nb: Any, path: Path) -> str | None:
 
 def _read(worker: Worker, kind: str, timeout: float) -> tuple[Any, ...] | None:
     """The worker's next reply of this kind, None if it did not come in time. A reply that is not
-    plain data, or lacks the nonce, raises BadMessage."""
+    plain data, or not of this kind, raises BadMessage."""
     data = worker.reply(timeout)
     if data is None:
         return None
     msg = decode(data)
-    if not (isinstance(msg, tuple) and len(msg) >= 2 and msg[0] == worker.nonce and msg[1] == kind):
+    if not (isinstance(msg, tuple) and len(msg) >= 1 and msg[0] == kind):
         raise BadMessage(f"an unexpected reply instead of '{kind}'")
-    return msg[2:]
+    return msg[1:]
+
+
+def _start(worker: Worker) -> None:
+    """Wait for a fresh worker to be ready; GraderFailure when it is not (no notebook code has run
+    in it yet: whatever went wrong is the grader's)."""
+    try:
+        data = worker.reply(STARTUP_TIMEOUT)
+        msg = decode(data) if data is not None else ("setup-failed", f"no answer in {STARTUP_TIMEOUT:.0f} s")
+    except (Dead, BadMessage) as exc:
+        raise GraderFailure(f"the notebook's process died while starting ({exc})") from None
+    if msg != ("ready",):
+        raise GraderFailure(f"the notebook's process could not start: {clean(str(msg[-1]))}")
 
 
 def _run_cells(worker: Worker, sources: list[str], skip: set[int], timeout: float, grace: float,
@@ -96,10 +112,10 @@ def _probe(worker: Worker, exercise_id: str, qid: str, question_timeout: float,
     """(the question's result, whether the worker is still usable)."""
     q = get_exercise(exercise_id).question(qid)
     try:
-        worker.send("probe", qid, question_timeout)
+        worker.send("probe", qid, q.name, question_timeout, plan(exercise_id, qid))
         reply = _read(worker, "probe", question_timeout + 10)
-    except Dead:
-        return judge(exercise_id, qid, None, "timeout"), False
+    except Dead as exc:
+        return judge(exercise_id, qid, None, f"died:{exc or 'killed'}"), False
     except BadMessage as exc:
         return judge(exercise_id, qid, None, f"error:its result is {exc}"), False
     if reply is None:
@@ -111,7 +127,7 @@ def _probe(worker: Worker, exercise_id: str, qid: str, question_timeout: float,
     if status == "missing":
         return missing(exercise_id, q, sources), True
     kind = status.partition(":")[0]
-    if kind not in ("ok", "timeout", "borrowed", "error") or (kind == "ok") != (outs is not None):
+    if kind not in ("ok", "timeout", "error") or (kind == "ok") != (outs is not None):
         return judge(exercise_id, qid, None, "error:its result is malformed"), False
     return judge(exercise_id, qid, None if outs is None else list(outs), status), True
 
@@ -147,8 +163,7 @@ def grade_notebook(path: str | Path, timeout: float = 60.0, question_timeout: fl
     for _attempt in range(3):
         worker = sandbox.spawn(ex.id, path, slot)
         try:
-            if _read(worker, "ready", STARTUP_TIMEOUT) is None:
-                raise Dead("the worker did not start")
+            _start(worker)
             if _run_cells(worker, sources, skip, timeout, question_timeout, report.notes):
                 continue  # the worker died: start again without the cell that killed it
             for q in ex.questions:
@@ -158,11 +173,15 @@ def grade_notebook(path: str | Path, timeout: float = 60.0, question_timeout: fl
                         break
             if len(results) == len(ex.questions):
                 break
+        except GraderFailure as exc:
+            report.problem, report.error, report.notes = f"not graded: {exc}", True, []
+            return report
         except (Dead, BadMessage) as exc:
-            report.notes.append(f"the grader lost the notebook's process ({exc})")
+            report.notes.append(f"the notebook's process stopped ({exc})")
         finally:
             worker.close()
-    report.results = [results.get(q.id) or judge(ex.id, q.id, None, "timeout") for q in ex.questions]
+    untested = "died:it kept dying before this question's tests (see the notes)"
+    report.results = [results.get(q.id) or judge(ex.id, q.id, None, untested) for q in ex.questions]
     return report
 
 
@@ -182,6 +201,7 @@ def iter_grades(paths: list[str], timeout: float = 60.0, question_timeout: float
     for ex in [exercise] if exercise else exercise_ids():  # all checks are loaded before any submission
         for q in get_exercise(ex).questions:
             expected(ex, q.id)
+            plan(ex, q.id)
     if sandbox is None:
         with Sandbox() as box:
             yield from iter_grades(files, timeout, question_timeout, jobs, exercise, box)
@@ -195,7 +215,8 @@ def iter_grades(paths: list[str], timeout: float = 60.0, question_timeout: float
         try:
             return grade_notebook(f, timeout, question_timeout, exercise, sandbox, slot)
         except Exception as exc:  # the grader's own failure on this file: that row's error
-            return Report(f, problem=clean(f"the grader failed on it ({type(exc).__name__}: {exc})"))
+            why = f"not graded: the grader failed on it ({type(exc).__name__}: {exc})"
+            return Report(f, problem=clean(why), error=True)
         finally:
             slots.put(slot)
 
@@ -221,7 +242,7 @@ def grade_main(paths: list[str], csv: str | None = None, timeout: float = 60.0,
     print(header(width), flush=True)
     bad = 0
     with Sandbox() as box, (open(csv, "w", newline="", encoding="utf-8") if csv else _NoFile()) as fh:
-        print(f"isolation: {', '.join(box.protections)}", file=sys.stderr)
+        print(box.describe(), file=sys.stderr)
         writer = csv_module.writer(fh) if csv else None
         if writer:
             writer.writerow(CSV_HEADER)

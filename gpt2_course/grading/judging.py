@@ -80,8 +80,10 @@ def difference(expected: Any, got: Any, q: Question) -> str | None:
     if isinstance(expected, int | float):
         if not isinstance(got, int | float):
             return f"expected a number, got {_describe(got)}"
-        if isinstance(expected, int) and isinstance(got, int):
-            return None if expected == got else f"expected {expected:,}, got {got:,}"
+        if isinstance(expected, int) and isinstance(got, int):  # exact arithmetic, the same tolerance
+            gap, size = abs(got - expected), max(abs(got), abs(expected))
+            close = gap <= q.atol or (q.rtol > 0 and gap <= q.rtol * size)
+            return None if close else f"expected {expected:,}, got {got:,}"
         if math.isnan(got):
             return "got NaN"
         if math.isclose(got, expected, rel_tol=q.rtol, abs_tol=q.atol):
@@ -139,7 +141,7 @@ def same(a: list[Any], b: list[Any], q: Question) -> bool:
 
 def judge(exercise_id: str, qid: str, outs: list[Any] | None, status: str = "ok") -> Result:
     """Score a question from the outputs its probe recorded (`status`: ok, missing, timeout,
-    borrowed:<where>, syntax:<the error>, error:<why the answer could not be tested>)."""
+    borrowed:<where>, syntax:<the error>, error:<why the answer could not be tested>, died:<how>)."""
     q = get_exercise(exercise_id).question(qid)
 
     def result(points: int, st: str, message: str, hint: str | None = None) -> Result:
@@ -159,7 +161,13 @@ def judge(exercise_id: str, qid: str, outs: list[Any] | None, status: str = "ok"
                       f"({detail}). Write your own version: that is the exercise.")
     if kind == "error":
         return result(0, "error", f"the grader could not test the answer ({detail})")
+    if kind == "died":
+        return result(0, "error", f"The tests stopped the notebook's process ({detail}): `{q.name}` crashed "
+                      "or ended it (os._exit, a segfault, too much memory?).")
     assert outs is not None
+    if (stub := next((o for o in outs if is_raised(o, "Unavailable")), None)) is not None:
+        return result(0, "borrowed", f"`{q.name}` is the course's own implementation (it calls {stub[2]}). "
+                      "Write your own version: that is the exercise.")
     if outs == [("__ellipsis__",)] or (outs and all(is_raised(o, "NotImplementedError") for o in outs)):
         what = "replace `...` with your answer" if q.kind == "value" else (
             "replace `raise NotImplementedError` with your code")

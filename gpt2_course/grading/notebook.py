@@ -39,9 +39,17 @@ class Checker:
     answer explicitly as a second argument to test something else."""
 
     def __init__(self, exercise_id: str):
-        self.exercise: Exercise = get_exercise(exercise_id)
+        self.exercise_id = exercise_id
+        if not os.environ.get(GRADING_ENV):  # while grading, the notebook's process has no banks
+            get_exercise(exercise_id)  # an unknown id fails here, at the notebook's first cell
+
+    @property
+    def exercise(self) -> Exercise:
+        return get_exercise(self.exercise_id)
 
     def __repr__(self) -> str:
+        if os.environ.get(GRADING_ENV):
+            return f"checker for {self.exercise_id} (quiet while grading)"
         qs = ", ".join(f"{q.id} ({q.name})" for q in self.exercise.questions)
         return f"checker for {self.exercise.id}: {qs}"
 

@@ -1,17 +1,14 @@
-"""Probing: run an answer on a question's test cases and keep its outputs as plain data; decide
-whether an answer is the package's own implementation; move outputs between processes.
+"""Probing: run an answer on a question's test cases and keep its outputs as plain data; and, for
+`check` in a learner's own notebook, decide whether an answer is the package's own implementation.
 
-Outputs cross from a submission's process to the grader as a pickle of plain built-in values
-only (tensors travel as dtype, shape and bytes). The grader reads them back with an unpickler
-that refuses every class, then checks every value's exact type: an object of the learner's own
-class (an `int` subclass, say) makes that question's answer an error, never the grader's.
+The same `run_cases` runs in the learner's notebook (on `q.cases()`) and in a submission's process
+while it is graded (on the cases the grader sent, plans.py). While grading, a borrowed answer needs
+no detection: the course's answers are not there to borrow (source.py).
 """
 from __future__ import annotations
 
 import contextlib
 import functools
-import io
-import pickle
 import signal
 import sys
 import threading
@@ -111,18 +108,24 @@ def is_raised(out: Any, kind: str | None = None) -> bool:
     )
 
 
-def probe(q: Question, answer: Any) -> list[Any]:
-    """The answer's outputs on every test case; a case that raises records the error."""
-    if q.cases is None:
+def run_cases(runs: list[Any] | None, answer: Any) -> list[Any]:
+    """The answer's outputs on every case (each a function of the answer; None: a value question,
+    its output is the answer itself); a case that raises records the error."""
+    if runs is None:
         return [plain(answer)]
     outs = []
     with torch.random.fork_rng(devices=[]):  # checking must not move the notebook's random state
-        for case in q.cases():
+        for run in runs:
             try:
-                outs.append(plain(case.run(answer)))
+                outs.append(plain(run(answer)))
             except Exception as exc:  # the learner's code may raise anything
                 outs.append(raised(exc))
     return outs
+
+
+def probe(q: Question, answer: Any) -> list[Any]:
+    """The answer's outputs on every test case of `q`."""
+    return run_cases(None if q.cases is None else [c.run for c in q.cases()], answer)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -215,76 +218,3 @@ def watch_calls(course: tuple[Any, ...]) -> Iterator[list[str]]:
         yield seen
     finally:
         sys.setprofile(previous)
-
-
-# ----------------------------------------------------------------------------------------------
-# The wire: plain outputs as bytes, and back
-# ----------------------------------------------------------------------------------------------
-
-_DTYPES = {str(d): d for d in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
-                               torch.float16, torch.bfloat16, torch.float32, torch.float64)}
-MAX_MESSAGE = 256 * 2**20  # bytes
-
-
-def _to_wire(x: Any) -> Any:
-    if isinstance(x, torch.Tensor):
-        if str(x.dtype) not in _DTYPES:
-            return ("__object__", f"tensor of {x.dtype}")
-        flat = x.contiguous().reshape(-1)
-        return ("__tensor__", str(x.dtype), tuple(x.shape), flat.view(torch.uint8).numpy().tobytes())
-    if isinstance(x, tuple | list):
-        return tuple(_to_wire(v) for v in x)
-    if isinstance(x, dict):
-        return {_to_wire(k): _to_wire(v) for k, v in x.items()}
-    return x
-
-
-_dumps = pickle.dumps  # bound at import: a cell that patches pickle later changes nothing here
-
-
-def encode(message: Any) -> bytes:
-    return _dumps(_to_wire(message), protocol=4)
-
-
-class _PlainUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"an object of class {module}.{name}, not plain data")
-
-
-class BadMessage(ValueError):
-    """A submission's process sent something that is not plain data."""
-
-
-def _from_wire(x: Any, depth: int = 0) -> Any:
-    if depth > 40:
-        raise BadMessage("nested too deeply")
-    if x is None or type(x) in (bool, int, float, str):
-        return x
-    if type(x) is tuple:
-        if len(x) == 4 and x[0] == "__tensor__":
-            _, dtype, shape, data = x
-            if dtype not in _DTYPES or type(shape) is not tuple or type(data) is not bytes or not all(
-                    type(d) is int and d >= 0 for d in shape):
-                raise BadMessage("a malformed tensor")
-            t = torch.empty(shape, dtype=_DTYPES[dtype])
-            if len(data) != t.numel() * t.element_size():
-                raise BadMessage("a tensor whose data does not match its shape")
-            if t.numel():
-                t = torch.frombuffer(bytearray(data), dtype=torch.uint8).view(t.dtype).reshape(shape).clone()
-            return t
-        return tuple(_from_wire(v, depth + 1) for v in x)
-    if type(x) is dict:
-        return {_from_wire(k, depth + 1): _from_wire(v, depth + 1) for k, v in x.items()}
-    raise BadMessage(f"a value of type {type(x).__name__}")
-
-
-def decode(data: bytes) -> Any:
-    """Plain data from `encode`, or BadMessage: never an object of any other class."""
-    if len(data) > MAX_MESSAGE:
-        raise BadMessage("a message too large")
-    try:
-        return _from_wire(_PlainUnpickler(io.BytesIO(data)).load())
-    except BadMessage:
-        raise
-    except (Exception, RecursionError) as exc:
-        raise BadMessage(f"unreadable ({type(exc).__name__}: {str(exc)[:120]})") from None

@@ -18,6 +18,7 @@ class Report:
     results: list[Result] = field(default_factory=list)
     problem: str | None = None  # why the submission could not be graded
     notes: list[str] = field(default_factory=list)
+    error: bool = False  # the problem is the grader's own failure: "not graded", not the file's fault
 
     @property
     def points(self) -> int:
@@ -67,7 +68,7 @@ CSV_HEADER = ["notebook", "exercise", "question", "name", "points", "max_points"
 def csv_rows(r: Report) -> list[list[Any]]:
     """One row per question, plus a `total` row (one row only for an ungradable file)."""
     if r.problem:
-        return [[r.path, "", "total", "", 0, 0, "ungradable", clean(r.problem)]]
+        return [[r.path, "", "total", "", 0, 0, "not graded" if r.error else "ungradable", clean(r.problem)]]
     rows: list[list[Any]] = [[r.path, r.exercise, x.question, x.name, x.points, x.max_points, x.status,
                               x.hint or clean(x.message)] for x in r.results]
     return rows + [[r.path, r.exercise, "total", "", r.points, r.max_points, "",

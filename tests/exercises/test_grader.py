@@ -1,11 +1,18 @@
 """The instructor's grader: every solution and blank notebook, bad files, and one hostile notebook
 per attack, graded in ONE batch (two at a time) with honest ones. Each hostile notebook must score
-what its honest answers earn, and leave the batch, the other rows and the machine alone."""
+no more than its honest answers earn and leave the batch, the other rows and the machine alone.
+
+Every attack leaves evidence that it ran against what it claims to attack: its last line sets q1
+(`visible_pairs`) to a string such as 'ran tried=1 written=0', which the grader reports back in
+q1's message ("expected a number, got 'ran ...'"). An attack whose evidence is missing did not
+happen, and its test fails; one that needs a protection this machine lacks is skipped, naming
+the protection and why it is off (the grader says the same in its first lines).
+"""
 from __future__ import annotations
 
 import csv
-import hashlib
 import os
+import re
 import time
 from pathlib import Path
 
@@ -19,8 +26,10 @@ from gpt2_course.grading.report import clean, format_reports
 from gpt2_course.grading.sandbox import Sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = Path(gpt2_course.__file__).resolve().parent
 SOLUTIONS = sorted((ROOT / "exercises" / "solutions").glob("*.ipynb"))
 BLANKS = [ROOT / "exercises" / p.name for p in SOLUTIONS]
+MARKER = f"gpt2-detached-{os.getpid()}-{time.time_ns()}"
 
 SETUP = "import torch\nimport torch.nn.functional as F\nfrom gpt2_course.grading import checker\n" \
         "check = checker('05_masking')"
@@ -40,56 +49,63 @@ class Sneaky(int):
         return True
     __hash__ = int.__hash__
 visible_pairs = Sneaky(7)"""],
-    # patching the writer and the probe in memory, and reloading the grading modules
+    # patching the engine and pickle in memory, and reloading the grading modules
     "patched_probe": ["""
 import importlib, pickle, torch
 import gpt2_course.grading as g
 import gpt2_course.grading.judging as j, gpt2_course.grading.probing as p
 torch.save = lambda *a, **k: None
 pickle.dumps = lambda *a, **k: b'forged'
-p.probe = j.probe = lambda q, a: [524800]
+p.run_cases = j.probe = lambda *a: [524800]
 p.plain = lambda x, d=0: 524800
-j.run_probe = lambda q, a, t, allow_course_code=False: ('ok', [524800])
-importlib.reload(j); importlib.reload(p); importlib.reload(g)"""],
-    # rewriting the package on disk, for this and every later submission
+importlib.reload(j); importlib.reload(p); importlib.reload(g)
+visible_pairs = 'ran'"""],
+    # rewriting the package on disk: its own copy, and the grader's
     "rewrite_disk": ["""
 import pathlib, gpt2_course
-for f in pathlib.Path(gpt2_course.__file__).parent.rglob('*.py'):
-    try:
-        f.write_text('raise SystemExit')
-    except OSError:
-        pass"""],
-    # a detached process that outlives the notebook and keeps writing (the CSV, a canary)
+tried = written = 0
+for folder in (pathlib.Path(gpt2_course.__file__).parent, pathlib.Path('{package}')):
+    for f in folder.rglob('*.py'):
+        tried += 1
+        try:
+            f.write_text('raise SystemExit')
+            written += 1
+        except OSError:
+            pass
+visible_pairs = f'ran tried={min(tried, 1)} written={written}'"""],
+    # a detached process that should outlive the notebook
     "detached": ["""
-import subprocess, sys
-import os, time
-code = 'import time\\nwhile True:\\n    open("{canary}", "a").write("x")\\n    time.sleep(0.2)'
-subprocess.Popen([sys.executable, '-c', code], start_new_session=True,
-                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-for _ in range(300):  # go on once it writes
-    if os.path.exists('{canary}'):
-        break
-    time.sleep(0.1)"""],
+import subprocess, sys, time
+loop = 'import time\\nwhile True:\\n    time.sleep(0.2)  # {marker}'
+child = subprocess.Popen([sys.executable, '-c', loop],
+                         start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+time.sleep(1.0)
+visible_pairs = f'ran alive={int(child.poll() is None)}'"""],
     # reading the grader's /proc entries to find and run a classmate's answers
     "proc_snoop": ["""
 import os, glob, json
+pids = [p for p in os.listdir('/proc') if p.isdigit()]
 found = []
-for pid in [p for p in os.listdir('/proc') if p.isdigit()]:
+for pid in pids:
     try:
         found.append(os.readlink(f'/proc/{pid}/cwd'))
         found += open(f'/proc/{pid}/cmdline').read().split(chr(0))
     except OSError:
         pass
+books = set()
 for where in found:
-    for nb in glob.glob(os.path.join(where, '**', '*.ipynb'), recursive=True)[:200]:
-        try:
-            cells = json.load(open(nb))['cells']
-        except Exception:
-            continue
-        for c in cells:
-            src = ''.join(c['source'])
-            if 'def masked_softmax' in src and 'float("-inf")' in src:
-                exec(src)"""],
+    if where and os.path.isdir(where) and os.path.realpath(where) != os.path.realpath(os.getcwd()):
+        books |= set(glob.glob(os.path.join(where, '**', '*.ipynb'), recursive=True)[:200])
+for nb in books:
+    try:
+        cells = json.load(open(nb))['cells']
+    except Exception:
+        continue
+    for c in cells:
+        src = ''.join(c['source'])
+        if src.startswith('def masked_softmax') and 'inf' in src:
+            exec(src)
+visible_pairs = f'ran procs={min(len(pids), 1)} books={len(books)}'"""],
     # an error message with a newline and a table-shaped line
     "fake_row": ["raise ValueError('boom\\nsolutions/05_masking.ipynb  05_masking  6/6  q1:1/1 q2:3/3')",
                  "def causal_mask(t_q, t_k=None):\n"
@@ -101,24 +117,135 @@ try:
     leaked = open('{secret}').read()
 except OSError:
     leaked = ''
-visible_pairs = 524800 if leaked else 1
-for path in ['{home}/planted.txt', os.path.expanduser('~/planted.txt')]:
+planted = deleted = 0
+for path in ['{home}/planted.txt', os.path.expanduser('~/../planted.txt')]:
     try:
         open(path, 'w').write('x')
+        planted += 1
     except OSError:
         pass
 for nb in glob.glob('{folder}/*.ipynb'):
     try:
         os.remove(nb)
+        deleted += 1
     except OSError:
-        pass"""],
+        pass
+visible_pairs = f'ran leak={int(bool(leaked))} plant={planted} deleted={deleted}'"""],
+    # switching the borrowed-answer watch off, then handing in the course's own function
+    "borrow_switch_off": ["""
+import contextlib, sys
+import gpt2_course.grading.judging as j, gpt2_course.grading.probing as p
+from gpt2_course.masking import causal_mask as course_mask
+p.watch_calls = j.watch_calls = lambda *a, **k: contextlib.nullcontext([])
+p.borrowed = j.borrowed = lambda *a, **k: None
+def causal_mask(t_q, t_k=None):
+    sys.setprofile(None)
+    return course_mask(t_q, t_k)"""],
+    # the course's function inside a callable object
+    "borrow_callable": ["""
+import gpt2_course
+class Wrapper:
+    def __init__(self, fn):
+        self.fn = fn
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+causal_mask = Wrapper(gpt2_course.causal_mask)"""],
+    # the interpreter's frames and every object in memory: anything of the course's answers?
+    "frames": ["""
+import gc, sys
+seen = []
+frame = sys._getframe()
+while frame is not None:
+    seen += list(frame.f_locals.values()) + list(frame.f_globals.values())
+    frame = frame.f_back
+seen += gc.get_objects()
+def course(obj):
+    try:
+        module = str(getattr(obj, '__module__', '') or '')
+        code = getattr(obj, '__code__', None)
+        if 'Not available while this exercise is graded' in str(getattr(obj, '__doc__', '') or ''):
+            return False
+        answers = ('masked_softmax', 'causal_mask')
+        return ('gpt2_course.exercises.' in module
+                or type(obj).__name__ in ('Question', 'Mistake', 'Exercise')
+                or (code is not None and '/exercises/' in code.co_filename)
+                or (module.startswith('gpt2_course') and getattr(obj, '__name__', '') in answers))
+    except Exception:
+        return False
+found = [o for o in seen if course(o)]
+for obj in found:
+    if getattr(obj, '__name__', '') == 'masked_softmax':
+        masked_softmax = obj
+visible_pairs = f'ran seen={min(len(seen), 1)} found={len(found)}'"""],
+    # the worker's own reply function, found in memory, sending replies of its own
+    "forge_reply": ["""
+import gc
+send = next(f for f in gc.get_objects()
+            if type(f).__name__ == 'function' and f.__qualname__ == 'serve_submission.<locals>.send')
+send('cell', 'ok', '')
+send('probe', 'q1', 'ok', ('ran forged',))
+send('probe', 'q3', 'ok', (0.0, 0.0, 0.0))"""],
+    # the course's source and solutions, read from disk wherever they might be
+    "read_source": ["""
+import glob, json, os, time
+found, disk = [], 0
+for path in ['{package}/masking.py', '{package}/exercises/ch05_masking.py',
+             '{repo}/exercises/solutions/05_masking.ipynb']:
+    try:
+        text = open(path).read()
+    except OSError:
+        continue
+    found.append(path)
+    if path.endswith('.ipynb'):
+        text = '\\n'.join(''.join(c['source']) for c in json.loads(text)['cells'] if c['cell_type'] == 'code')
+    try:
+        exec(text)
+    except Exception:
+        pass
+import gpt2_course
+own = os.path.dirname(gpt2_course.__file__)
+banks = [f for f in glob.glob(own + '/exercises/*.py') if not f.endswith('__init__.py')]
+start = time.monotonic()
+for top, dirs, files in os.walk('/'):
+    dirs[:] = [d for d in dirs if top != '/' or d not in ('proc', 'sys', 'dev')]
+    for f in files:
+        if f in ('masking.py', 'ch05_masking.py', '05_masking.ipynb'):
+            try:
+                text = open(os.path.join(top, f)).read()
+            except OSError:
+                continue
+            if 'def causal_mask' in text and 'Not available while this exercise is graded' not in text:
+                disk += 1
+    if time.monotonic() - start > 20:
+        break
+visible_pairs = f'ran found={len(found)} banks={len(banks)} disk={disk}'"""],
 }
 ATTACKS["syntax_error"] = ["def masked_softmax(scores, mask)\n    return scores.softmax(-1)"]  # not an attack
 SCORES = {  # what each hostile notebook's honest answers earn, question by question
-    "int_subclass": {**EARNED, "q1": (0, "fail")},
+    **{a: {**EARNED, "q1": (0, "fail")} for a in ATTACKS},
     "fake_row": {**EARNED, "q2": (0, "error")},
-    "files": {**EARNED, "q1": (0, "fail")},
+    "borrow_switch_off": {**EARNED, "q2": (0, "borrowed")},
+    "borrow_callable": {**EARNED, "q2": (0, "borrowed")},
+    "forge_reply": {"q1": (0, "fail"), "q2": (0, "error"), "q3": (0, "error")},
     "syntax_error": EARNED,  # the honest q3 cell comes first; the broken one after it does not count
+}
+BORROWED = "it calls gpt2_course.masking.causal_mask"
+EVIDENCE = {  # the question whose message proves the attack ran, and what it must say
+    "int_subclass": ("q1", "got 7"),
+    "patched_probe": ("q1", "got 'ran'"),
+    "rewrite_disk": ("q1", "got 'ran tried=1 written=0'"),
+    "detached": ("q1", "got 'ran alive=1'"),
+    "proc_snoop": ("q1", "got 'ran procs=1 books=0'"),
+    "files": ("q1", "got 'ran leak=0 plant=0 deleted=0'"),
+    "borrow_switch_off": ("q2", BORROWED),
+    "borrow_callable": ("q2", BORROWED),
+    "frames": ("q1", "got 'ran seen=1 found=0'"),
+    "forge_reply": ("q1", "got 'ran forged'"),
+    "read_source": ("q1", "got 'ran found=0 banks=0 disk=0'"),
+}
+NEEDS = {  # attacks that only a protection stops, where the machine may lack it
+    "rewrite_disk": ("view", "uid"), "proc_snoop": ("namespaces",), "files": ("view",),
+    "read_source": ("view",), "detached": ("namespaces", "reaper"),
 }
 
 
@@ -131,15 +258,29 @@ def _notebook(path: Path, cells: list[str], exercise: str | None = "05_masking")
     return path
 
 
-def _fill(cell: str, values: dict[str, Path]) -> str:
+def _fill(cell: str, values: dict[str, Path | str]) -> str:
     for key, value in values.items():
         cell = cell.replace("{" + key + "}", str(value))
     return cell
 
 
-def _digest(folder: Path) -> str:
-    """The grading engine's source (other engineers edit the rest of the package meanwhile)."""
-    return hashlib.sha256(b"".join(p.read_bytes() for p in sorted(folder.rglob("*.py")))).hexdigest()
+def _overwritten(folder: Path) -> list[str]:
+    """The package's files that hold what the rewrite_disk attack writes (by content, not a digest
+    of the folder: in a shared checkout other edits may land while the batch runs)."""
+    return sorted(str(p) for p in folder.rglob("*.py") if p.read_bytes() == b"raise SystemExit")
+
+
+def _marked() -> list[int]:
+    """Processes of this machine whose command line holds MARKER (the detached attack's)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and entry != str(os.getpid()):
+            try:
+                if MARKER.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    pids.append(int(entry))
+            except OSError:
+                pass
+    return pids
 
 
 @pytest.fixture(scope="module")
@@ -152,36 +293,35 @@ def box():
 def batch(tmp_path_factory, box):
     tmp = tmp_path_factory.mktemp("grading")
     subs, home = tmp / "submissions", tmp / "instructor_home"
-    shared = Path(f"/tmp/gpt2-canary-{os.getpid()}")
-    for d in (subs, home, shared):
+    for d in (subs, home):
         d.mkdir(exist_ok=True)
-    shared.chmod(0o777)  # anyone may write here: only the kill protection stops the detached writer
     (tmp / "secret.txt").write_text("the exam key")
-    canary = shared / "canary.txt"
-    fill = {"canary": canary, "secret": tmp / "secret.txt", "home": home, "folder": subs}
+    fill = {"secret": tmp / "secret.txt", "home": home, "folder": subs, "package": PACKAGE, "repo": ROOT,
+            "marker": MARKER}
     hostile = {name: _notebook(subs / f"{name}.ipynb", [SETUP, *HONEST, *(_fill(c, fill) for c in cells)])
                for name, cells in ATTACKS.items()}
     (subs / "essay.txt").write_text("My answers are in the attached PDF.")
     (subs / "broken.ipynb").write_text('{"cells": [')
     _notebook(subs / "lecture_notes.ipynb", ["print('unrelated')"], exercise=None)
     honest_after = _notebook(subs / "zz_honest.ipynb", [SETUP, *HONEST])  # graded after the attacks
-    before = _digest(Path(gpt2_course.__file__).parent / "grading")
     paths = [str(p) for p in [*SOLUTIONS, *BLANKS, *hostile.values(), subs / "essay.txt",
                               subs / "broken.ipynb", subs / "lecture_notes.ipynb", honest_after]]
-    started = time.monotonic()
     reports = grade_notebooks(paths, timeout=120, question_timeout=10, jobs=2, sandbox=box)
-    seconds = time.monotonic() - started
-    ended = time.time()
-    time.sleep(1.5)
+    time.sleep(1.0)
     yield {"reports": {Path(r.path).name if "/exercises/" not in r.path else r.path: r for r in reports},
-           "tmp": tmp, "subs": subs, "home": home, "canary": canary, "ended": ended, "seconds": seconds,
-           "protections": box.protections, "package_before": before}
-    canary.unlink(missing_ok=True)
-    shared.rmdir()
+           "tmp": tmp, "subs": subs, "home": home, "protections": box.protections, "off": box.off,
+           "marked": _marked()}
 
 
 def _report(batch, name):
     return batch["reports"][name]
+
+
+def _needs(batch, attack):
+    wanted = NEEDS.get(attack, ())
+    if wanted and not set(wanted) & set(batch["protections"]):
+        why = "; ".join(f"{p}: {batch['off'].get(p, 'off')}" for p in wanted)
+        pytest.skip(f"only {' or '.join(wanted)} stops {attack}, and here it is off ({why})")
 
 
 def test_solutions_score_full_marks_and_blanks_zero(batch):
@@ -198,7 +338,14 @@ def test_solutions_score_full_marks_and_blanks_zero(batch):
 def test_hostile_notebook_scores_what_its_honest_answers_earn(batch, attack):
     r = _report(batch, f"{attack}.ipynb")
     got = {x.question: (x.points, x.status) for x in r.results}
+    if attack in EVIDENCE:  # first: the attack really ran
+        qid, said = EVIDENCE[attack]
+        message = next(x.message for x in r.results if x.question == qid)
+        if said not in message and "got 'ran" in message:
+            _needs(batch, attack)  # it ran, and got through: only a protection that is off would stop it
+        assert said in message, (attack, r)
     assert got == SCORES.get(attack, EARNED), (attack, r)
+    assert sum(p for p, _ in got.values()) <= sum(p for p, _ in EARNED.values())
 
 
 def test_a_syntax_error_is_named_as_such(batch, tmp_path, box):
@@ -217,27 +364,20 @@ def test_an_honest_submission_after_the_attacks_is_graded_as_usual(batch):
 
 
 def test_the_package_on_disk_is_untouched(batch):
-    assert _digest(Path(gpt2_course.__file__).parent / "grading") == batch["package_before"]
+    """The grader's own package (the attack also wrote at its copy: `written=0` in its evidence)."""
+    assert _overwritten(PACKAGE) == []
 
 
 def test_a_detached_process_dies_with_its_submission(batch):
-    canary = batch["canary"]
-    assert canary.exists(), "the detached writer never ran: the attack did not happen"
-    assert canary.stat().st_mtime < batch["ended"], "it was still writing after the batch"
+    _needs(batch, "detached")
+    assert "got 'ran alive=1'" in _report(batch, "detached.ipynb").results[0].message, "it never started"
+    assert batch["marked"] == [], "the detached process outlived its submission"
 
 
 def test_files_outside_the_submission_are_out_of_reach(batch):
-    if "uid" not in batch["protections"]:
-        pytest.skip(f"grader not running as root: no separate uid ({batch['protections']}); see the docs")
+    _needs(batch, "files")
     assert not (batch["home"] / "planted.txt").exists()
     assert {p.name for p in batch["subs"].glob("*.ipynb")} >= {f"{a}.ipynb" for a in ATTACKS}
-
-
-def test_a_classmates_submission_cannot_be_found_through_proc(batch):
-    if "namespaces" not in batch["protections"]:
-        pytest.skip(f"no PID namespace on this machine ({batch['protections']}); see the docs")
-    r = _report(batch, "proc_snoop.ipynb")
-    assert r.results[2].hint == "mask_zero", r
 
 
 def test_error_messages_cannot_add_rows_to_the_table(batch):
@@ -260,29 +400,30 @@ def test_bad_submissions_get_a_clear_line(batch):
 
 
 def test_the_batch_names_its_isolation(batch):
-    assert {"session", "limits", "files"} <= set(batch["protections"])
-    assert {"namespaces", "reaper"} & set(batch["protections"])
+    protections = set(batch["protections"])
+    assert {"session", "limits", "files"} <= protections
+    assert {"namespaces", "reaper"} & protections
+    if os.geteuid() == 0 and os.sys.platform.startswith("linux"):  # root: nothing may be off silently
+        assert {"namespaces", "view"} <= protections or "namespaces" in batch["off"], batch["off"]
+    for name in {"namespaces", "view", "uid"} - protections:
+        assert batch["off"][name], name  # each protection that is off says why
 
 
 def test_without_namespaces_the_reaper_still_kills_detached_processes(tmp_path):
     """The fallback of machines that allow no namespaces: the keeper reaps what the worker left."""
-    shared = Path(f"/tmp/gpt2-canary-{os.getpid()}-reaper")
-    shared.mkdir(exist_ok=True)
-    shared.chmod(0o777)
-    canary = shared / "canary.txt"
-    attack = _fill(ATTACKS["detached"][0], {"canary": canary})
+    attack = _fill(ATTACKS["detached"][0], {"marker": MARKER + "-reaper"})
     path = _notebook(tmp_path / "detached.ipynb", [SETUP, *HONEST, attack])
-    try:
-        with Sandbox(namespaces=False) as box:
-            assert "reaper" in box.protections and "namespaces" not in box.protections
-            r = grading.grade_notebook(path, sandbox=box)
-        ended = time.time()
-        time.sleep(1.5)
-        assert {x.question: (x.points, x.status) for x in r.results} == EARNED, r
-        assert canary.exists() and canary.stat().st_mtime < ended
-    finally:
-        canary.unlink(missing_ok=True)
-        shared.rmdir()
+    with Sandbox(namespaces=False) as box:
+        if "reaper" not in box.protections:
+            pytest.skip(f"no reaper here: {box.off.get('reaper')}")
+        assert "namespaces" not in box.protections and "view" in box.off
+        r = grading.grade_notebook(path, sandbox=box)
+    time.sleep(1.0)
+    assert {x.question: (x.points, x.status) for x in r.results} == {**EARNED, "q1": (0, "fail")}, r
+    assert "got 'ran alive=1'" in r.results[0].message, "the detached process never started"
+    survivors = [pid for pid in os.listdir("/proc") if pid.isdigit() and (MARKER + "-reaper").encode()
+                 in Path(f"/proc/{pid}/cmdline").read_bytes()] if os.path.isdir("/proc") else []
+    assert survivors == []
 
 
 # ------------------------------------------------------------------------------------------------
@@ -310,8 +451,9 @@ def test_time_limits_and_dying_processes(tmp_path, capsys):
     csv_path = tmp_path / "grades.csv"
     code = grade_main([str(path), str(tmp_path / "nowhere.ipynb")], csv=str(csv_path), timeout=4,
                       question_timeout=2)
-    printed = capsys.readouterr().out
-    assert code == 1 and "no such file" in printed
+    out = capsys.readouterr()
+    assert code == 1 and "no such file" in out.out
+    assert out.err.startswith("isolation: session, limits, files"), out.err
     rows = list(csv.DictReader(csv_path.open()))
     mine = [(r["question"], r["points"], r["status"], r["detail"]) for r in rows
             if "runaway" in r["notebook"]]
@@ -328,3 +470,26 @@ def test_exercise_option_pins_the_exercise(tmp_path, box):
     assert grading.grade_notebook(path, sandbox=box).problem.startswith("unrelated notebook")
     r = grading.grade_notebook(path, exercise="05_masking", sandbox=box)
     assert {x.question: (x.points, x.status) for x in r.results} == EARNED, r
+
+
+def test_a_worker_that_cannot_start_is_the_graders_error(tmp_path, box, monkeypatch):
+    """An environment failure (here: the worker's package copy is unreadable) marks the submission
+    "not graded" and says why; it never becomes a verdict about the learner's code."""
+    from gpt2_course.grading import source
+
+    write = source.write
+
+    def broken(files, root, data=()):
+        folder = write(files, root, data)
+        (folder / "gpt2_course" / "grading" / "worker.py").write_text("raise ImportError('no worker here')")
+        return folder
+
+    monkeypatch.setattr(source, "write", broken)
+    path = _notebook(tmp_path / "honest.ipynb", [SETUP, *HONEST])
+    r = grading.grade_notebook(path, sandbox=box)
+    assert r.error and r.results == [] and r.problem.startswith("not graded:"), r
+    assert "no worker here" in r.problem, r
+    assert "infinite loop" not in str(r) and "timeout" not in str(r)
+    row = grading.report.csv_rows(r)
+    assert row[0][6] == "not graded", row
+    assert re.search(r"not graded: .*ImportError", format_reports([r])), format_reports([r])
