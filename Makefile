@@ -62,7 +62,7 @@ lab: $(STAMP)
 
 book-execute: $(STAMP)
 	mkdir -p _build
-	sed -e 's/execute_notebooks: "off"/execute_notebooks: cache/' -e 's|book_html: tools|book_html: ../tools|' \
+	sed -e 's/execute_notebooks: "off"/execute_notebooks: cache/' -e 's|book_html: book/_ext|book_html: ../book/_ext|' \
 	  _config.yml > _build/_config_execute.yml
 	$(PY) tools/numeric_env.py -- .venv/bin/jupyter-book build . --config _build/_config_execute.yml \
 	  --warningiserror --keep-going
@@ -74,7 +74,7 @@ $(RANGE): requirements.txt pyproject.toml tools/check_python_range.py | $(STAMP)
 	touch $@
 
 check: $(STAMP) $(RANGE)
-	.venv/bin/ruff check gpt2_course tools tests benchmarks conftest.py
+	.venv/bin/ruff check gpt2_course tools tests benchmarks book/_ext conftest.py
 	$(PY) tools/export.py --check
 	$(PY) tools/check_api.py
 	$(PY) tools/exercises.py --check

@@ -1,12 +1,13 @@
 """One setting, repository.url, decides every button that points at the repository."""
 import importlib.util
+import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("book_html", ROOT / "tools" / "book_html.py")
+_spec = importlib.util.spec_from_file_location("book_html", ROOT / "book" / "_ext" / "book_html.py")
 book_html = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(book_html)
 
@@ -41,6 +42,17 @@ def test_colab_only_for_github() -> None:
 def test_the_shipped_config_has_no_repository_and_loads_the_extension() -> None:
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert config["repository"]["url"] == ""
-    assert config["sphinx"]["local_extensions"] == {"book_html": "tools"}
+    assert config["sphinx"]["local_extensions"] == {"book_html": "book/_ext"}
     assert not any(config["html"].get(k) for k in book_html.REPOSITORY_BUTTONS)  # the extension decides
     assert "YOUR-ORG" not in (ROOT / "_config.yml").read_text()
+
+
+def test_book_execute_rewrites_the_extension_path_for_its_config_in_build(tmp_path) -> None:
+    """`make book-execute` builds from a copy of _config.yml in _build/: the copy must still find us."""
+    recipe = (ROOT / "Makefile").read_text().split("\nbook-execute:", 1)[1]
+    sed = recipe[recipe.index("sed "):recipe.index(" > _build/_config_execute.yml")].replace("\\\n", " ")
+    subprocess.run(f"{sed} > {tmp_path / 'config.yml'}", shell=True, cwd=ROOT, check=True, timeout=30)
+    config = yaml.safe_load((tmp_path / "config.yml").read_text())
+    assert config["execute"]["execute_notebooks"] == "cache"
+    [(name, path)] = config["sphinx"]["local_extensions"].items()
+    assert (ROOT / "_build" / path / f"{name}.py").resolve() == (ROOT / "book" / "_ext" / "book_html.py")

@@ -1,6 +1,14 @@
-"""The figure module: the map is drawn from the config it is given, and the intro's SVG is current."""
+"""The figures package: the map is drawn from the config it is given, the intro's SVG is current, and
+every name a chapter reads as `figures.NAME` is there, whichever module draws it."""
 from __future__ import annotations
 
+import ast
+import importlib
+import json
+import pkgutil
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -40,7 +48,7 @@ def test_highlight_outlines_only_that_part():
 
 def test_intro_map_is_generated_from_the_code(tmp_path):
     out = tmp_path / "model_map.svg"
-    figures.write_model_map(out)
+    subprocess.run([sys.executable, "-m", "gpt2_course.figures", str(out)], check=True, cwd=ROOT, timeout=120)
     committed = ROOT / "book" / "figures" / "model_map.svg"
     assert out.read_bytes() == committed.read_bytes(), (
         "book/figures/model_map.svg is stale: run "
@@ -51,3 +59,46 @@ def test_matrix_rejects_a_vector():
     _, ax = figures.canvas(2, 2)
     with pytest.raises(ValueError, match="2-D"):
         figures.matrix(ax, [1.0, 2.0], 0, 0)
+
+
+def _public_names(path: Path) -> set[str]:
+    """The names a module's top level defines or assigns, not starting with `_`."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return {n for n in names if not n.startswith("_")}
+
+
+def test_every_public_name_of_every_module_is_a_name_of_figures():
+    modules = [m.name for m in pkgutil.iter_modules(figures.__path__) if m.name != "__main__"]
+    assert {"primitives", "map", "ch01_language_modeling", "ch05_masking"} <= set(modules)
+    for name in modules:
+        module = importlib.import_module(f"gpt2_course.figures.{name}")
+        assert sorted(module.__all__) == sorted(_public_names(Path(module.__file__))), (
+            f"gpt2_course/figures/{name}.py: `__all__` must list exactly its public names")
+        for attr in module.__all__:
+            assert getattr(figures, attr) is getattr(module, attr), f"figures.{attr} is not {name}.{attr}"
+
+
+def _names_pages_read() -> set[str]:
+    """Every NAME in `figures.NAME` or `from gpt2_course.figures import NAME` in a chapter or exercise."""
+    names: set[str] = set()
+    for page in [*ROOT.glob("chapters/*.ipynb"), *ROOT.glob("exercises/**/*.ipynb")]:
+        for cell in json.loads(page.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            code = "".join(cell["source"])
+            names |= set(re.findall(r"\bfigures\.([A-Za-z_]\w*)", code))
+            for imported in re.findall(r"from gpt2_course\.figures import ([\w, ]+)", code):
+                names |= {n.strip() for n in imported.split(",")}
+    return names
+
+
+def test_every_name_the_pages_read_resolves():
+    names = _names_pages_read()
+    assert {"use_svg", "model_map", "glue_figure", "COLORS", "predict_append", "matrix"} <= names
+    assert not [n for n in sorted(names) if not hasattr(figures, n)]

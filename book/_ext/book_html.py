@@ -1,4 +1,5 @@
-"""Sphinx extension for the book's HTML (loaded by `_config.yml`, checked by tools/check_book.py).
+"""Sphinx extension for the book's HTML: `_config.yml` loads it (`sphinx.local_extensions`), and
+tools/check_book.py checks what it does in every built page.
 
 - One setting, `repository.url` in `_config.yml`, turns on the buttons that point at the
   repository: whoever publishes the book sets it, and every page gets the repository, issue
