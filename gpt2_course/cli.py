@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -37,6 +38,9 @@ def _train(args: argparse.Namespace) -> None:
 
 
 def _grade(args: argparse.Namespace) -> None:
+    if os.name != "posix":  # the sandbox needs fork and resource limits
+        sys.exit("gpt2-course grade runs on Linux (all protections) and macOS (time and memory limits, "
+                 "no namespaces); on Windows, run it in WSL.")
     from gpt2_course.grading.batch import run
 
     sys.exit(run(args))

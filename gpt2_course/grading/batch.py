@@ -233,25 +233,36 @@ def grade_notebooks(paths: list[str], timeout: float = 60.0, question_timeout: f
 def grade_main(paths: list[str], csv: str | None = None, timeout: float = 60.0,
                question_timeout: float = QUESTION_TIMEOUT, jobs: int = 1,
                exercise: str | None = None) -> int:
-    """`gpt2-course grade`: print the table, write the CSV (row by row) if asked. Exit code 0 when
-    every submission could be graded, 1 when one could not (not a notebook, unrelated, missing)."""
-    if exercise is not None:
-        get_exercise(exercise)  # an unknown id is the instructor's error: say so before starting
+    """`gpt2-course grade`: say which protections apply (stderr), print the table, write the CSV
+    (row by row) if asked. Exit code 0 when every submission could be graded, 1 when one could not
+    (not a notebook, unrelated, missing, not graded), 2 when the grader itself cannot run."""
+    if exercise is not None and exercise not in exercise_ids():  # the instructor's error: before starting
+        print(f"gpt2-course grade: unknown exercise {exercise!r}; known: {', '.join(exercise_ids())}",
+              file=sys.stderr)
+        return 2
     files = _files(paths)
+    try:
+        box = Sandbox().start()
+    except GraderFailure as exc:
+        print(f"gpt2-course grade: the grader could not start: {clean(str(exc))}", file=sys.stderr)
+        return 2
+    print(box.describe(), file=sys.stderr, flush=True)
     width = max([len(clean(f)) for f in files] + [8])
     print(header(width), flush=True)
     bad = 0
-    with Sandbox() as box, (open(csv, "w", newline="", encoding="utf-8") if csv else _NoFile()) as fh:
-        print(box.describe(), file=sys.stderr)
-        writer = csv_module.writer(fh) if csv else None
-        if writer:
-            writer.writerow(CSV_HEADER)
-        for r in iter_grades(files, timeout, question_timeout, jobs, exercise, box):
-            print("\n".join(format_report(r, width)), flush=True)
-            bad += r.problem is not None
+    try:
+        with open(csv, "w", newline="", encoding="utf-8") if csv else _NoFile() as fh:
+            writer = csv_module.writer(fh) if csv else None
             if writer:
-                writer.writerows(csv_rows(r))
-                fh.flush()
+                writer.writerow(CSV_HEADER)
+            for r in iter_grades(files, timeout, question_timeout, jobs, exercise, box):
+                print("\n".join(format_report(r, width)), flush=True)
+                bad += r.problem is not None
+                if writer:
+                    writer.writerows(csv_rows(r))
+                    fh.flush()
+    finally:
+        box.close()
     if csv:
         print(f"wrote {csv}")
     return 1 if bad or not files else 0

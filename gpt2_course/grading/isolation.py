@@ -349,6 +349,12 @@ def _inside_any(paths: list[str], folder: str) -> bool:
     return any(_inside(p, [folder]) for p in paths)
 
 
+def passable(folder: str) -> bool:
+    """Whether any user may pass through `folder` and every folder above it."""
+    path = Path(os.path.realpath(folder))
+    return all(os.stat(d).st_mode & 0o001 for d in [path, *path.parents])
+
+
 def unreadable(paths: list[str]) -> str | None:
     """The first of the Python's folders, or of the files of its imported modules, that this
     process cannot read: a worker that could not read them would fail at its first import."""

@@ -66,6 +66,11 @@ def difference(expected: Any, got: Any, q: Question) -> str | None:
             return f"expected a {_kind(expected)} tensor, got a {_kind(got)} tensor ({got.dtype})"
         if expected.dtype == torch.bool or got.dtype == torch.bool:
             return _bools(expected, got, q)
+        if _kind(expected) == _kind(got) == "integer" and q.kind == "code":
+            if torch.equal(expected.to(torch.int64), got.to(torch.int64)):
+                return None
+            at = tuple((expected.to(torch.int64) != got.to(torch.int64)).nonzero()[0].tolist())
+            return f"differs at index {list(at)}: expected {int(expected[at])}, got {int(got[at])}"
         e, g = expected.double(), got.double()
         if torch.allclose(g, e, rtol=q.rtol, atol=q.atol, equal_nan=True):
             return None
@@ -80,9 +85,9 @@ def difference(expected: Any, got: Any, q: Question) -> str | None:
     if isinstance(expected, int | float):
         if not isinstance(got, int | float):
             return f"expected a number, got {_describe(got)}"
-        if isinstance(expected, int) and isinstance(got, int):  # exact arithmetic, the same tolerance
+        if isinstance(expected, int) and isinstance(got, int):  # exact arithmetic (ints beyond 2**53)
             gap, size = abs(got - expected), max(abs(got), abs(expected))
-            close = gap <= q.atol or (q.rtol > 0 and gap <= q.rtol * size)
+            close = gap == 0 or q.kind == "value" and (gap <= q.atol or gap <= q.rtol * size)
             return None if close else f"expected {expected:,}, got {got:,}"
         if math.isnan(got):
             return "got NaN"

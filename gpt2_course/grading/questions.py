@@ -49,6 +49,9 @@ class Question:
     reference: Any
     cases: Callable[[], list[Case]] | None = None  # None: the answer is a value, compared as is
     mistakes: list[Mistake] = field(default_factory=list)
+    # How far a float may be from the reference (float noise). A value question's tolerance is the
+    # answer's own (a number worked out by hand): its integers get it too. A code question's integers
+    # (counts, token ids, indices) carry no float noise and must be exact.
     rtol: float = 1e-4
     atol: float = 1e-6
     strict_dtype: bool = False  # a bool/int/float tensor must come back as the same kind

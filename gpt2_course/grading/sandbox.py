@@ -56,6 +56,16 @@ class GraderFailure(Exception):
     """The grader could not run a submission: its own error, never the submission's."""
 
 
+def _scratch() -> str:
+    """Where the submissions' folders go: the temporary folder, unless another user cannot pass
+    through it (a private TMPDIR, as macOS gives each user): then /tmp, so that a worker of its own
+    uid can enter its folder."""
+    tmp = tempfile.gettempdir()
+    if isolation.passable(tmp) or not isolation.passable("/tmp"):
+        return tmp
+    return "/tmp"
+
+
 @dataclass
 class Worker:
     """One submission's process, seen from the grader."""
@@ -136,7 +146,7 @@ class Sandbox:
         return [str(self.package), *([str(repo)] if checkout else [])]
 
     def start(self) -> Sandbox:
-        self._root = Path(tempfile.mkdtemp(prefix="gpt2-grade-"))
+        self._root = Path(tempfile.mkdtemp(prefix="gpt2-grade-", dir=_scratch()))
         os.chmod(self._root, 0o711)
         self._files = source.snapshot(self.package)
         base = source.write(source.worker_source(self._files, None), self._root / "engine")

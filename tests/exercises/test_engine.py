@@ -249,3 +249,44 @@ def test_outputs_cross_processes_as_plain_data_only():
                     encode([("__tensor__", "torch.float64", (3,), b"\x00" * 8)])):
         with pytest.raises(BadMessage):
             decode(hostile)
+
+
+# ------------------------------------------------------------------------------------------------
+# Tolerances: a value question's integers get its tolerance; a code question's integers are exact
+# ------------------------------------------------------------------------------------------------
+
+
+def test_an_integer_value_answer_within_the_tolerance_passes():
+    """A2 q1 answered with the one wpe row a decode step also reads: the same answer as an int and as
+    a float (the issue's report: the int scored 0, 'expected 494,613,504, got 494,616,576')."""
+    from gpt2_course.exercises.a2_making_it_fast import BYTES
+
+    answer = BYTES + 768 * 4
+    for form in (answer, float(answer)):
+        result = grading.check_answer("A2_making_it_fast", "q1", form)
+        assert (result.status, result.points) == ("pass", 1), (type(form), result)
+    far = grading.check_answer("A2_making_it_fast", "q1", BYTES + BYTES // 100)
+    assert far.status == "fail" and "expected 494,613,504, got" in far.message, far
+    exact = grading.check_answer("05_masking", "q1", 1024 * 1025 // 2 + 1)  # rtol=0: exact
+    assert exact.status == "fail" and "expected 524,800, got 524,801" in exact.message, exact
+
+
+def test_a_code_questions_integers_are_exact():
+    """Counts, token ids and indices carry no float noise: one off is wrong, however large the
+    number (a relative tolerance would pass gpt2's count off by one)."""
+    from gpt2_course.exercises.ch01_language_modeling import bigram_counts
+    from gpt2_course.exercises.ch10_parameter_count import count_params
+
+    def off_by_one(config, tied=True):
+        return count_params(config, tied) + 1
+
+    result = grading.check_answer("10_parameter_count", "q2", off_by_one, allow_course_code=True)
+    assert result.status == "fail" and "got 124,439,809" in result.message, result
+
+    def one_more(*args):
+        counts = torch.as_tensor(bigram_counts(*args)).clone()
+        counts.view(-1)[0] += 1
+        return counts
+
+    result = grading.check_answer("01_language_modeling", "q3", one_more, allow_course_code=True)
+    assert result.status == "fail" and "differs at index [0, 0]" in result.message, result
