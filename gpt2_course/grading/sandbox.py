@@ -196,8 +196,10 @@ class Sandbox:
                                 "can, the course's source included (an answer could be copied from it)")
         if not iso.uid:
             tried = [why for c, why in failed.items() if c.uid and c.namespaces == iso.namespaces]
-            self.off["uid"] = (f"{tried[0]}; submissions run as root without capabilities" if tried else
-                               "switched off" if facts["root"] else
+            root_left = "submissions run as root without capabilities" + (
+                ", in their read-only view" if iso.namespaces else " and can write files root owns; let "
+                "other users through the folders above the environment (chmod o+x) to get a uid of their own")
+            self.off["uid"] = (f"{tried[0]}; {root_left}" if tried else "switched off" if facts["root"] else
                                "the grader is not root: submissions run as you")
         reaper = not iso.namespaces and facts["subreaper"]
         if not iso.namespaces and not reaper:

@@ -14,6 +14,7 @@ import csv
 import os
 import re
 import time
+import warnings
 from pathlib import Path
 
 import nbformat
@@ -304,8 +305,11 @@ def batch(tmp_path_factory, box):
     (subs / "broken.ipynb").write_text('{"cells": [')
     _notebook(subs / "lecture_notes.ipynb", ["print('unrelated')"], exercise=None)
     honest_after = _notebook(subs / "zz_honest.ipynb", [SETUP, *HONEST])  # graded after the attacks
+    solution_after = subs / "zz_solution.ipynb"  # and the course's solution: full marks
+    solution_after.write_bytes((ROOT / "exercises" / "solutions" / "05_masking.ipynb").read_bytes())
     paths = [str(p) for p in [*SOLUTIONS, *BLANKS, *hostile.values(), subs / "essay.txt",
-                              subs / "broken.ipynb", subs / "lecture_notes.ipynb", honest_after]]
+                              subs / "broken.ipynb", subs / "lecture_notes.ipynb", honest_after,
+                              solution_after]]
     reports = grade_notebooks(paths, timeout=120, question_timeout=10, jobs=2, sandbox=box)
     time.sleep(1.0)
     yield {"reports": {Path(r.path).name if "/exercises/" not in r.path else r.path: r for r in reports},
@@ -361,6 +365,33 @@ def test_an_honest_submission_after_the_attacks_is_graded_as_usual(batch):
     r = _report(batch, "zz_honest.ipynb")
     assert {x.question: (x.points, x.status) for x in r.results} == EARNED, r
     assert r.notes == [], r.notes
+    r = _report(batch, "zz_solution.ipynb")
+    assert r.points == r.max_points == 6 and r.notes == [], r
+
+
+def test_the_attacks_work_where_nothing_stops_them(monkeypatch, tmp_path):
+    """The pair of each attack on the course's own answers: run here, in the grader's process, where
+    the package and its banks are whole, the same cells find and hand in the course's answers. So
+    their zero in the batch comes from the sandbox, not from an attack that could never work."""
+    from planted import define
+
+    for attack in ("borrow_callable", "borrow_switch_off"):
+        import gpt2_course.grading.judging as j
+        import gpt2_course.grading.probing as p
+
+        for module, name in ((p, "watch_calls"), (j, "watch_calls"), (p, "borrowed"), (j, "borrowed")):
+            monkeypatch.setattr(module, name, getattr(module, name))  # the cell replaces them: undone
+        answer = define(ATTACKS[attack][0])["causal_mask"]
+        result = grading.check_answer("05_masking", "q2", answer, allow_course_code=True)
+        assert result.status == "pass", (attack, result)
+    with warnings.catch_warnings():  # the walk touches deprecated modules' attributes
+        warnings.simplefilter("ignore")
+        ns = define(ATTACKS["frames"][0])
+    assert ns["visible_pairs"].startswith("ran seen=1 found=") and not ns["visible_pairs"].endswith("=0")
+    assert grading.check_answer("05_masking", "q3", ns["masked_softmax"], allow_course_code=True).points == 2
+    assert "def causal_mask" in (PACKAGE / "masking.py").read_text()  # what read_source reads, here
+    assert "def masked_softmax" in (PACKAGE / "exercises" / "ch05_masking.py").read_text()
+    assert "def masked_softmax" in (ROOT / "exercises" / "solutions" / "05_masking.ipynb").read_text()
 
 
 def test_the_package_on_disk_is_untouched(batch):
