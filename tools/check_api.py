@@ -4,8 +4,8 @@ Usage:
     python tools/check_api.py                # exit 1, naming each problem
     python tools/check_api.py --root DIR     # check a copy of the repository (tests use this)
 
-tools/export.py generates the names from the notebooks (each module's `__all__`, and
-`gpt2_course/_names.py` for the package's top level) and checks the files' text. This check imports
+tools/export.py generates the names from the notebooks (each module's `__all__`, which the
+package's `__init__` reads for its top level) and checks the files' text. This check imports
 every generated module and checks the objects: `gpt2_course.NAME` is the object its module defines,
 each module's `__all__` is what its notebook's cells make public, and no function or class a
 module defines is out of reach (neither public nor in an `#| exporti` cell), whatever put it there.
@@ -40,7 +40,7 @@ for name, want in spec.items():
             print(f"{path}: public `{attr}` is not defined when the module is imported")
         elif getattr(gpt2_course, attr, None) is not getattr(module, attr):
             print(f"{path}: `gpt2_course.{attr}` is not {name}.{attr}: "
-                  "gpt2_course/_names.py or the package's __init__ is out of date")
+                  "a module's `__all__` is stale (run `make export`) or the package's __init__ is wrong")
     for attr, obj in vars(module).items():
         if attr.startswith("_") or not (inspect.isfunction(obj) or inspect.isclass(obj)):
             continue
