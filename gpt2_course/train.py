@@ -6,16 +6,24 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import random
 import re
+import statistics
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, fields
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
 from gpt2_course.config import GPT2Config
@@ -34,7 +42,8 @@ class TrainConfig:
     n_head: int = 6
     n_embd: int = 192
     n_ctx: int = 256
-    batch_size: int = 8
+    batch_size: int = 8  # windows per step, all processes together ("When one machine is not enough")
+    grad_accum: int = 1  # micro-batches per process and step: the same step with less memory
     steps: int = 7000
     lr: float = 2e-3
     min_lr: float = 2e-4
@@ -48,6 +57,8 @@ class TrainConfig:
     compile: bool = False  # torch.compile: same model, about 1.8x faster on CPU, a minute to start
     bf16: bool = True  # bfloat16 autocast; --no-bf16 where the CPU has no native bfloat16 (see below)
     cast_shuffles: int = 16  # copies of the training plays, each with a new random cast; 0 = off
+    backend: str = "auto"  # torch.distributed's backend under torchrun: auto = nccl on GPUs, gloo on CPUs
+    dist_timeout: int = 1800  # seconds a process waits for the others (to join, to exchange) before failing
     init_from: str = ""  # a saved model folder (or "pocket") to continue from; "" = random weights
     out_dir: str = "runs/pocket"
 
@@ -57,10 +68,16 @@ class TrainConfig:
 
 
 
-def get_batch(data: torch.Tensor, batch_size: int, n_ctx: int, gen: torch.Generator):
-    """`batch_size` random windows of `data`: inputs and the same tokens shifted by one."""
+def get_batch(data: torch.Tensor, batch_size: int, n_ctx: int, gen: torch.Generator,
+              rank: int = 0, world: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """`batch_size` random windows of `data`: inputs and the same tokens shifted by one.
+
+    With `world` processes, every process draws the same starts from its own copy of the same
+    generator and keeps its share, rows rank * share to (rank + 1) * share ("When one machine
+    is not enough")."""
     starts = torch.randint(len(data) - n_ctx - 1, (batch_size,), generator=gen)
-    rows = torch.stack([data[s : s + n_ctx + 1] for s in starts])
+    share = batch_size // world
+    rows = torch.stack([data[s : s + n_ctx + 1] for s in starts[rank * share : (rank + 1) * share]])
     return rows[:, :-1], rows[:, 1:]
 
 
@@ -165,6 +182,54 @@ def training_tokens(cast_shuffles: int, seed: int) -> np.ndarray:
 
 
 
+def _device() -> torch.device:
+    """The GPU this process drives (torchrun's LOCAL_RANK; see `process_group`), else the CPU."""
+    if torch.cuda.is_available():
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def ranks() -> tuple[int, int]:
+    """(this process's rank, the number of processes): (0, 1) unless the process joined the group
+    that torchrun started ("When one machine is not enough")."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def check_split(c: TrainConfig, world: int) -> None:
+    """Refuse a run whose batch does not split evenly into `world` processes x c.grad_accum
+    micro-batches: an uneven split would weigh some windows more than others."""
+    if c.steps <= 0 or c.batch_size <= 0 or c.grad_accum <= 0:
+        raise ValueError(f"steps, batch_size and grad_accum must be positive, "
+                         f"got {c.steps}, {c.batch_size} and {c.grad_accum}")
+    if c.batch_size < world:
+        raise ValueError(f"{world} processes but only {c.batch_size} windows per step (--batch-size): every "
+                         f"process needs at least one; use --batch-size {world} or more, or fewer processes")
+    if c.batch_size % (world * c.grad_accum):
+        raise ValueError(f"--batch-size {c.batch_size} does not split evenly into {world} process(es) x "
+                         f"{c.grad_accum} micro-batch(es) (--grad-accum); "
+                         f"use a multiple of {world * c.grad_accum}")
+
+
+def _everyone(obj: object) -> list:
+    """`obj` from every process, in rank order ([obj] in a single process)."""
+    if ranks()[1] == 1:
+        return [obj]
+    out = [None] * ranks()[1]
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def _from_rank0(obj: object) -> object:
+    """Rank 0's `obj`, on every process."""
+    box = [obj]
+    if ranks()[1] > 1:
+        dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+
 def _optimizer(model: GPT2, c: TrainConfig) -> torch.optim.AdamW:
     decay = [p for p in model.parameters() if p.dim() >= 2]  # matrices and embeddings
     no_decay = [p for p in model.parameters() if p.dim() < 2]  # biases and LayerNorm gains
@@ -174,17 +239,31 @@ def _optimizer(model: GPT2, c: TrainConfig) -> torch.optim.AdamW:
 
 def optimizer_step(
     loss_of: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], x: torch.Tensor, y: torch.Tensor,
-    model: torch.nn.Module, opt: torch.optim.Optimizer, grad_clip: float, bf16: bool = True,
+    model: torch.nn.Module, opt: torch.optim.Optimizer, grad_clip: float, bf16: bool = True, accum: int = 1,
 ) -> float:
     """One training step: the loss `loss_of(x, y)` (under bfloat16 autocast if bf16), backward,
-    gradient clipping, the optimiser's update. Returns the loss."""
-    with torch.autocast(next(model.parameters()).device.type, dtype=torch.bfloat16, enabled=bf16):
-        loss = loss_of(x, y)
-    loss.backward()
+    gradient clipping, the optimiser's update. Returns the loss: the mean over every target of
+    the step, all processes' together when `model` is a DistributedDataParallel.
+
+    accum > 1 cuts x and y into that many micro-batches and backpropagates each one's loss / accum:
+    every window has the same number of targets, so the gradients add up to those of the whole
+    batch's mean, with one micro-batch's activations in memory at a time. DDP averages the
+    gradients over the processes in the last micro-batch's backward (`no_sync` before it)."""
+    ddp, device = isinstance(model, DDP), next(model.parameters()).device
+    total = torch.zeros((), device=device)
+    for k, (xb, yb) in enumerate(zip(x.chunk(accum), y.chunk(accum), strict=True)):
+        with model.no_sync() if ddp and k < accum - 1 else nullcontext():
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                loss = loss_of(xb, yb) / accum
+            loss.backward()
+        total += loss.detach()
+    if ddp:  # the loss is averaged like the gradients, for the log
+        dist.all_reduce(total)
+        total /= dist.get_world_size()
     torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     opt.step()
     opt.zero_grad(set_to_none=True)
-    return loss.item()
+    return total.item()
 
 
 def initial_model(c: TrainConfig) -> GPT2:
@@ -216,63 +295,78 @@ def train(c: TrainConfig, progress: bool = True, until: int | None = None) -> tu
     """Pretrain a GPT-2 on the training plays; resumes from c.out_dir/ckpt.pt if present.
 
     `until` stops after that step with a checkpoint (a time-boxed session); the schedule still
-    spans c.steps, so a later call continues the same run.
+    spans c.steps, so a later call continues the same run. Under torchrun every process runs
+    this function on its share of each batch; rank 0 alone evaluates, shows the progress bar
+    and writes files. A checkpoint resumes on any number of processes.
     """
-    if c.steps <= 0 or c.batch_size <= 0:
-        raise ValueError(f"steps and batch_size must be positive, got {c.steps} and {c.batch_size}")
+    rank, world = ranks()
+    check_split(c, world)
     out = Path(c.out_dir)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = _device()
     torch.manual_seed(c.seed)
     model = initial_model(c).to(device)
+    if rank:
+        torch.manual_seed(c.seed + rank)  # the same initial weights, but dropout masks of its own
     train_data = torch.from_numpy(training_tokens(c.cast_shuffles, c.seed).astype(np.int64))
     val_data = torch.from_numpy(token_ids("validation").astype(np.int64))
     add_dropout(model, c.dropout)
     fast = torch.compile(model) if c.compile else model  # shares model's weights
+    net = DDP(fast, device_ids=[device.index] if device.type == "cuda" else None) if world > 1 else fast
     opt = _optimizer(model, c)
     gen = torch.Generator().manual_seed(c.seed)
     step, history, elapsed = 0, [], 0.0
     ckpt = out / "ckpt.pt"
-    if ckpt.exists():
+    found = _everyone(ckpt.exists())
+    if len(set(found)) > 1:
+        raise ValueError(f"only some processes find {ckpt}: on several machines --out-dir must be a "
+                         "folder that all of them read (a shared filesystem)")
+    if found[0]:
         state = torch.load(ckpt, map_location=device, weights_only=False)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
-        gen.set_state(state["gen"])
-        torch.set_rng_state(state["rng"])  # dropout's random numbers continue where they stopped
-        if device.type == "cuda":
-            torch.cuda.set_rng_state(state["cuda_rng"])
+        gen.set_state(state["gen"])  # every process continues the same stream of windows
+        rngs = state["rng"] if isinstance(state["rng"], list) else [state["rng"]]  # one per process
+        if rank < len(rngs):  # dropout's random numbers continue where they stopped; with more
+            torch.set_rng_state(rngs[rank])  # processes than saved, the new ones start fresh
+            if device.type == "cuda" and state["cuda_rng"]:
+                torch.cuda.set_rng_state(state["cuda_rng"][rank])
         step, history, elapsed = state["step"], state["history"], state["elapsed"]
-    out.mkdir(parents=True, exist_ok=True)
+    if rank == 0:
+        out.mkdir(parents=True, exist_ok=True)
     t0 = time.time() - elapsed
     stop = c.steps if until is None else min(until, c.steps)
-    bar = tqdm(range(step, stop), initial=step, total=c.steps, disable=not progress)
+    bar = tqdm(range(step, stop), initial=step, total=c.steps, disable=not progress or rank > 0)
     for step in bar:
         for group in opt.param_groups:
             group["lr"] = lr_at(step, c)
-        x, y = (t.to(device) for t in get_batch(train_data, c.batch_size, c.n_ctx, gen))
-        loss = optimizer_step(lambda a, b: fast(a, b)[1], x, y, model, opt, c.grad_clip, c.bf16)
+        x, y = (t.to(device) for t in get_batch(train_data, c.batch_size, c.n_ctx, gen, rank, world))
+        loss = optimizer_step(lambda a, b: net(a, b)[1], x, y, net, opt, c.grad_clip, c.bf16, c.grad_accum)
         record = {"step": step + 1, "train_loss": round(loss, 4), "time": round(time.time() - t0, 1)}
         if c.eval_every > 0 and ((step + 1) % c.eval_every == 0 or step + 1 == c.steps):
-            record["val_loss"] = round(evaluate(fast, val_data, c.n_ctx, amp=c.bf16), 4)
+            val_loss = evaluate(fast, val_data, c.n_ctx, amp=c.bf16) if rank == 0 else None
+            record["val_loss"] = round(_from_rank0(val_loss), 4)
         history.append(record)
         bar.set_postfix(loss=f"{loss:.3f}", val=history[-1].get("val_loss", "-"))
         if (step + 1) % c.ckpt_every == 0 or step + 1 == stop:
-            state = {"model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(),
-                     "rng": torch.get_rng_state(),
-                     "cuda_rng": torch.cuda.get_rng_state() if device.type == "cuda" else None,
-                     "step": step + 1, "history": history, "elapsed": time.time() - t0, "config": asdict(c)}
-            torch.save(state, out / "ckpt.tmp")
-            (out / "ckpt.tmp").replace(ckpt)  # atomic: a crash mid-save never corrupts ckpt.pt
-    if stop < c.steps:
-        return model, history
-    save_model(model.cpu(), out / "model", dtype=torch.float16)
-    stages = earlier_stages(c.init_from) + [{"config": asdict(c), "history": history}]
-    (out / "model" / "training_log.json").write_text(json.dumps({"stages": stages}))
+            rngs = _everyone(torch.get_rng_state())
+            cuda_rngs = _everyone(torch.cuda.get_rng_state()) if device.type == "cuda" else None
+            if rank == 0:
+                state = {"model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(),
+                         "rng": rngs, "cuda_rng": cuda_rngs, "step": step + 1, "history": history,
+                         "elapsed": time.time() - t0, "config": asdict(c)}
+                torch.save(state, out / "ckpt.tmp")
+                (out / "ckpt.tmp").replace(ckpt)  # atomic: a crash mid-save never corrupts ckpt.pt
+    if stop == c.steps and rank == 0:
+        save_model(model.cpu(), out / "model", dtype=torch.float16)
+        stages = earlier_stages(c.init_from) + [{"config": asdict(c), "history": history}]
+        (out / "model" / "training_log.json").write_text(json.dumps({"stages": stages}))
+    if world > 1:
+        dist.barrier()  # every process returns when the files are written
     return model, history
 
 
 
-def parse_config(argv: list[str] | None = None) -> TrainConfig:
-    """The TrainConfig that `gpt2-course train` flags describe: every field is a flag."""
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpt2-course train", description=train.__doc__)
     for f in fields(TrainConfig):
         flag, kind = "--" + f.name.replace("_", "-"), type(f.default)
@@ -280,22 +374,150 @@ def parse_config(argv: list[str] | None = None) -> TrainConfig:
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default)
         else:
             parser.add_argument(flag, type=kind, default=f.default)
-    return TrainConfig(**vars(parser.parse_args(argv)))
+    parser.add_argument("--nproc", type=int, default=1, help="processes to start on this machine (torchrun)")
+    parser.add_argument("--time-allreduce", action="store_true",
+                        help="instead of training, time a step with and without the gradient all-reduce")
+    return parser
+
+
+def parse_config(argv: list[str] | None = None) -> TrainConfig:
+    """The TrainConfig that `gpt2-course train` flags describe: every field is a flag."""
+    return _config(_parser().parse_args(argv))
+
+
+def _config(args: argparse.Namespace) -> TrainConfig:
+    return TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig)})
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`gpt2-course train [--steps N] [--out-dir DIR] ...`: train with the flags' TrainConfig."""
-    c = parse_config(argv)
+    """`gpt2-course train [--steps N] [--out-dir DIR] ...`: train with the flags' TrainConfig,
+    in this process, in --nproc processes, or as one of the processes torchrun started."""
+    args = _parser().parse_args(argv)
+    c = _config(args)
     c.model_config()  # fail fast on an impossible shape
-    model, history = train(c)
-    print(json.dumps(history[-1]))
-    print(f"weights written to {Path(c.out_dir) / 'model'}")
+    if args.nproc > 1:  # start torchrun, which runs this function in each of its processes
+        sys.exit(launch(c, args.nproc, ["--time-allreduce"] if args.time_allreduce else []))
+    with process_group(c):
+        rank, world = ranks()
+        if args.time_allreduce:
+            times = time_allreduce(c)
+            if rank == 0:
+                print(json.dumps({name: round(seconds * 1000, 2) for name, seconds in times.items()}))
+            return
+        if rank == 0 and world > 1:
+            print(f"{world} processes ({dist.get_backend()}), {c.batch_size} windows per step: "
+                  f"{c.batch_size // world} per process in {c.grad_accum} micro-batch(es)", flush=True)
+        _, history = train(c)
+    if rank == 0:
+        print(json.dumps(history[-1]))
+        print(f"weights written to {Path(c.out_dir) / 'model'}")
+
+
+
+def resolve_backend(name: str) -> str:
+    """The torch.distributed backend that `name` means ("auto": nccl with GPUs, gloo without),
+    or a clear error when this machine or this PyTorch build cannot use it."""
+    if not dist.is_available():
+        raise RuntimeError("this PyTorch build has no torch.distributed: install one that has it "
+                           "(the Linux, Windows and macOS wheels on pypi.org do), or train in one process")
+    if name == "auto":
+        name = "nccl" if torch.cuda.is_available() else "gloo"
+    if name == "nccl" and not torch.cuda.is_available():
+        raise ValueError("--backend nccl needs NVIDIA GPUs and this machine has none: use --backend gloo")
+    if not dist.is_backend_available(name):
+        have = [b for b in ("gloo", "nccl", "mpi", "ucc") if dist.is_backend_available(b)]
+        raise ValueError(f"--backend {name} is not available in this PyTorch build; it has {', '.join(have)}")
+    return name
+
+
+@contextmanager
+def process_group(c: TrainConfig) -> Iterator[None]:
+    """Join the processes that torchrun started, and leave them at the end. torchrun describes
+    the group in environment variables (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT);
+    without them this is a single process, with nothing to join."""
+    if "WORLD_SIZE" not in os.environ:
+        yield
+        return
+    check_split(c, int(os.environ["WORLD_SIZE"]))  # before waiting for the other processes
+    backend = resolve_backend(c.backend)
+    if torch.cuda.is_available():
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))  # one GPU per process
+    dist.init_process_group(backend, timeout=timedelta(seconds=c.dist_timeout))  # never wait forever
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
+def config_flags(c: TrainConfig) -> list[str]:
+    """The `gpt2-course train` flags that give `c`: those of the fields that differ from the defaults."""
+    flags = []
+    for f in fields(TrainConfig):
+        value, flag = getattr(c, f.name), "--" + f.name.replace("_", "-")
+        if value != f.default:
+            is_bool = isinstance(value, bool)
+            flags += [flag if value else "--no-" + flag[2:]] if is_bool else [flag, str(value)]
+    return flags
+
+
+def launch(c: TrainConfig, nproc: int, extra: list[str]) -> int:
+    """`torchrun --standalone --nproc-per-node nproc -m gpt2_course.train` with c's flags: nproc
+    processes on this machine. Returns torchrun's exit status."""
+    check_split(c, nproc)
+    resolve_backend(c.backend)
+    run = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
+    return subprocess.run([*run, "-m", "gpt2_course.train", *config_flags(c), *extra]).returncode
+
+
+def time_allreduce(c: TrainConfig, repeats: int = 5) -> dict[str, float]:
+    """Median seconds, over `repeats` rounds after one to warm up, of a training step as `train`
+    takes it, of the same step without the gradients' all-reduce (DDP's `no_sync`: each process
+    keeps its own gradient), and of the all-reduce alone, on a buffer the size of the gradients."""
+    rank, world = ranks()
+    if world == 1:
+        raise ValueError("--time-allreduce times the exchange between processes: give --nproc 2 or more")
+    check_split(c, world)
+    device = _device()
+    torch.manual_seed(c.seed)
+    model = GPT2(c.model_config()).to(device)
+    net, opt = DDP(model, device_ids=[device.index] if device.type == "cuda" else None), _optimizer(model, c)
+    data = torch.from_numpy(token_ids("train").astype(np.int64))
+    gen = torch.Generator().manual_seed(c.seed)
+    grads = torch.zeros(sum(p.numel() for p in model.parameters()), device=device)
+
+    def step() -> None:
+        x, y = (t.to(device) for t in get_batch(data, c.batch_size, c.n_ctx, gen, rank, world))
+        optimizer_step(lambda a, b: net(a, b)[1], x, y, net, opt, c.grad_clip, c.bf16, c.grad_accum)
+
+    def step_alone() -> None:
+        with net.no_sync():
+            step()
+
+    runs = {"step": step, "step without all-reduce": step_alone,
+            "all-reduce alone": lambda: dist.all_reduce(grads)}
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats + 1):
+        for name, run in runs.items():
+            dist.barrier()
+            start = time.perf_counter()
+            run()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t[1:]) for name, t in times.items()}
+
+
+if __name__ == "__main__" and "ipykernel" not in sys.modules:  # `python -m` (torchrun), not the notebook
+    from gpt2_course import cli
+
+    cli.main(["train", *sys.argv[1:]])
 
 
 
 # The public names of the `#| export` cells above, generated by tools/export.py.
 __all__ = [
     "TrainConfig", "get_batch", "lr_at", "token_losses", "evaluate", "add_dropout", "cast_names",
-    "casts_and_pool", "rename", "rename_cast", "training_tokens", "optimizer_step", "initial_model",
-    "earlier_stages", "train", "parse_config", "main",
+    "casts_and_pool", "rename", "rename_cast", "training_tokens", "ranks", "check_split",
+    "optimizer_step", "initial_model", "earlier_stages", "train", "parse_config", "main",
+    "resolve_backend", "process_group", "config_flags", "launch", "time_allreduce",
 ]
