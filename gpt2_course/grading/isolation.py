@@ -7,8 +7,8 @@ On Linux, a worker gets, where the machine allows:
   own user namespace): no network, no other process in sight, and everything it starts dies
   with it;
 - view: in that mount namespace, a root folder that holds only the system's programs and
-  libraries, the Python installation and the package copy (all read-only) and its own folders:
-  not the instructor's files, not the course's repository or its solutions, not /tmp;
+  libraries, the Python installation and the package copy (all read-only), its own folders and
+  an empty /tmp of its own: not the instructor's files, the course's repository or its solutions;
 - uid: (a root grader) a user id of its own, 61000 + slot, that owns nothing;
 - no capabilities: it keeps none, and can gain none (no_new_privs, an empty bounding set).
 Everywhere: its own session, resource limits, and a throwaway home, temporary and working folder.
@@ -242,6 +242,8 @@ def enter_view(view: View, new: str) -> None:
     os.umask(0o022)  # the folders made here must let the worker's uid through
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64m")
+    os.makedirs(new + "/tmp")  # a /tmp of its own, before anything below it is bound there
+    _mount("tmpfs", new + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m")
     for path in SYSTEM:
         if os.path.islink(path):
             os.symlink(os.readlink(path), new + path)
@@ -259,8 +261,6 @@ def enter_view(view: View, new: str) -> None:
     for path in view.rw:
         _bind(path, new + path, writable=True)
     _bind(view.package, new + view.package)
-    os.makedirs(new + "/tmp", exist_ok=True)
-    os.chmod(new + "/tmp", 0o1777)
     os.makedirs(new + "/proc")
     _mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY)
     with contextlib.suppress(OSError):  # glibc reads the CPU count here; harmless read-only
@@ -273,6 +273,10 @@ def enter_view(view: View, new: str) -> None:
     for i, name in enumerate(("stdin", "stdout", "stderr")):
         os.symlink(f"/proc/self/fd/{i}", f"{new}/dev/{name}")
     os.symlink("/proc/self/fd", new + "/dev/fd")
+    # The skeleton read-only: a worker that owns it (an ordinary user's, in its user namespace)
+    # writes only its own folders, /tmp and /dev/shm.
+    for path in [p for p in view.hide if os.path.ismount(new + p)] + [""]:
+        _mount(None, new + path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     _pivot(new)
 
 
@@ -312,8 +316,10 @@ def capabilities() -> dict[str, int]:
 
 def drop(uid: int | None) -> None:
     """Become `uid` (a root grader's worker), then give up every capability for good: none kept,
-    none regained by exec (an empty bounding set, no_new_privs). On Linux this is checked."""
-    if LINUX:
+    none regained by exec (no_new_privs; and an empty bounding set where this process may empty it,
+    that is, where it held capabilities to begin with). On Linux this is checked."""
+    privileged = LINUX and capabilities().get("CapEff", 0) != 0
+    if privileged:
         for cap in range(64):  # needs CAP_SETPCAP: before the uid changes
             with contextlib.suppress(OSError):
                 _prctl(PR_CAPBSET_DROP, cap)
@@ -326,7 +332,9 @@ def drop(uid: int | None) -> None:
     header, data = _CapHeader(0x20080522, 0), (_CapData * 2)()  # _LINUX_CAPABILITY_VERSION_3
     _call("capset", ctypes.byref(header), data)
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
-    left = {k: v for k, v in capabilities().items() if v}  # CapEff, CapPrm, CapInh, CapBnd, CapAmb
+    # CapEff, CapPrm, CapInh, CapAmb, and CapBnd where it could be emptied (an ordinary user's
+    # bounding set stays full, but with no_new_privs no exec can raise capabilities from it)
+    left = {k: v for k, v in capabilities().items() if v and (privileged or k != "CapBnd")}
     if left or (uid is not None and (os.getuid(), os.geteuid()) != (uid, uid)):
         raise PermissionError(f"privileges still held after dropping them: {left or os.getuid()}")
 

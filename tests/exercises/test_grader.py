@@ -119,10 +119,10 @@ try:
 except OSError:
     leaked = ''
 planted = deleted = 0
-for path in ['{home}/planted.txt', os.path.expanduser('~/../planted.txt')]:
+for path in ['{home}/planted.txt', '{scratch}/planted.txt']:  # checked on disk after the batch
     try:
         open(path, 'w').write('x')
-        planted += 1
+        planted += path.startswith('{home}')  # in a view, the second lands in its throwaway copy
     except OSError:
         pass
 for nb in glob.glob('{folder}/*.ipynb'):
@@ -298,7 +298,7 @@ def batch(tmp_path_factory, box):
         d.mkdir(exist_ok=True)
     (tmp / "secret.txt").write_text("the exam key")
     fill = {"secret": tmp / "secret.txt", "home": home, "folder": subs, "package": PACKAGE, "repo": ROOT,
-            "marker": MARKER}
+            "marker": MARKER, "scratch": box._root}
     hostile = {name: _notebook(subs / f"{name}.ipynb", [SETUP, *HONEST, *(_fill(c, fill) for c in cells)])
                for name, cells in ATTACKS.items()}
     (subs / "essay.txt").write_text("My answers are in the attached PDF.")
@@ -314,7 +314,7 @@ def batch(tmp_path_factory, box):
     time.sleep(1.0)
     yield {"reports": {Path(r.path).name if "/exercises/" not in r.path else r.path: r for r in reports},
            "tmp": tmp, "subs": subs, "home": home, "protections": box.protections, "off": box.off,
-           "marked": _marked()}
+           "marked": _marked(), "scratch": box._root}
 
 
 def _report(batch, name):
@@ -407,7 +407,8 @@ def test_a_detached_process_dies_with_its_submission(batch):
 
 def test_files_outside_the_submission_are_out_of_reach(batch):
     _needs(batch, "files")
-    assert not (batch["home"] / "planted.txt").exists()
+    assert not (batch["home"] / "planted.txt").exists()  # the instructor's folder
+    assert not (batch["scratch"] / "planted.txt").exists()  # the folder of every submission's folder
     assert {p.name for p in batch["subs"].glob("*.ipynb")} >= {f"{a}.ipynb" for a in ATTACKS}
 
 

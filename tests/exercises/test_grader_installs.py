@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -93,19 +94,20 @@ def _blocked(path: str, uid: int) -> list[str]:
             and os.stat(d).st_uid != uid]
 
 
-def _run(uid: int | None, namespaces: bool) -> dict:
-    """Grade the solutions and the escape notebook in a mount namespace of our own, from the working
-    tree bind-mounted under a fresh 0700 folder, as root (uid None) or as `uid`."""
+def _in_private_folder(uid: int | None, argv: list[str], env: dict[str, str] | None = None,
+                       timeout: float = LIMIT) -> subprocess.CompletedProcess:
+    """Run `argv` (a path starting with {clone} stands for the working tree) from the working tree
+    bind-mounted under a fresh 0700 folder, in a mount namespace of our own, as root (uid None) or
+    as `uid` (then the folder is theirs, and so is a Python they can run: a laptop's)."""
     private = Path(tempfile.mkdtemp(prefix="gpt2-private-"))
-    world, secret, escape = _world()
+    clone, home, stage = private / "clone", private / "home", private / "stage"
     try:
         assert stat.S_IMODE(private.stat().st_mode) == 0o700
-        clone, home, stage = private / "clone", private / "home", private / "stage"
         for d in (clone, home, stage):
             d.mkdir()
         script = ["set -e", f"mount --bind {ROOT} {clone}"]
         user = []
-        if uid is not None:  # the user's own folder, and a Python they can run: a laptop's
+        if uid is not None:
             os.chown(private, uid, uid)
             os.chown(home, uid, uid)
             prefix = os.path.realpath(sys.base_prefix)
@@ -115,15 +117,28 @@ def _run(uid: int | None, namespaces: bool) -> dict:
                            f"mount --move {stage}/{i} {prefix}"]
             user = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
         script.append(f'cd {clone} && exec "$@"')
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(home), "LANG": "C.UTF-8"}
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(home), "LANG": "C.UTF-8",
+               **(env or {})}
+        argv = [a.replace("{clone}", str(clone)) for a in argv]
         cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(script), "sh",
-               *user, str(clone / ".venv" / "bin" / "python"), "-c", GRADE, str(clone),
-               "1" if namespaces else "0", str(escape)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=LIMIT, env=env, cwd="/")
+               *user, *argv]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd="/")
+    finally:
+        mounted = [d for d in (clone, *stage.glob("*")) if os.path.ismount(d)]
+        if mounted:  # the mounts must have died with their namespace: never delete through one
+            raise RuntimeError(f"still mounted in the test's namespace: {mounted}; remove {private} by hand")
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _run(uid: int | None, namespaces: bool) -> dict:
+    """Grade the solutions and the escape notebook from a private folder (see _in_private_folder)."""
+    world, _, escape = _world()
+    try:
+        proc = _in_private_folder(uid, ["{clone}/.venv/bin/python", "-c", GRADE, "{clone}",
+                                        "1" if namespaces else "0", str(escape)])
         assert proc.returncode == 0, proc.stderr[-3000:]
         return json.loads(proc.stdout.strip().splitlines()[-1])
     finally:
-        shutil.rmtree(private, ignore_errors=True)  # the bind mount died with its namespace
         shutil.rmtree(world, ignore_errors=True)
 
 
@@ -220,3 +235,19 @@ def test_a_grader_that_cannot_start_says_so_in_one_line(monkeypatch, capsys):
     last = out.err.strip().splitlines()[-1]
     assert last.startswith("gpt2-course grade: the grader could not start"), out.err
     assert "Traceback" not in out.err and "points" not in out.out
+
+
+def test_the_grader_suite_passes_as_an_unprivileged_user_from_a_private_folder():
+    """tests/exercises/test_grader.py, every hostile notebook included, run by an unprivileged user
+    from their own 0700 folder: the attacks that the view stops (the package copy rewritten, files
+    read outside the submission) must fail there as they fail for root, or the suite says why."""
+    if (why := _can_mount()) is not None:
+        pytest.skip(why)
+    proc = _in_private_folder(UID, ["{clone}/.venv/bin/python", "-m", "pytest", "-q", "-rs", "-p",
+                                    "no:cacheprovider", "-W", "ignore::DeprecationWarning",
+                                    "{clone}/tests/exercises/test_grader.py"])
+    tail = proc.stdout[-4000:]
+    assert proc.returncode == 0, tail + proc.stderr[-2000:]
+    skipped = [line for line in proc.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert all("here it is off" in line for line in skipped), skipped  # only a protection said to be off
+    assert re.search(r"\b\d+ passed", tail), tail
