@@ -290,3 +290,31 @@ def test_a_code_questions_integers_are_exact():
 
     result = grading.check_answer("01_language_modeling", "q3", one_more, allow_course_code=True)
     assert result.status == "fail" and "differs at index [0, 0]" in result.message, result
+
+
+# ------------------------------------------------------------------------------------------------
+# What a submission's process gets: the package without the exercise's answers, cases by value
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("exercise", grading.exercise_ids())
+def test_every_bank_can_be_graded_without_its_answers_in_the_process(exercise):
+    """For every question: its cases travel to the worker (plans.py) and, rebuilt from the bytes,
+    give the reference the reference's outputs; the worker's package copy (source.py) holds no bank
+    and a stand-in for each of the exercise's course objects."""
+    import gpt2_course
+    from gpt2_course.grading import plans, source
+    from gpt2_course.grading.judging import expected, same
+    from gpt2_course.grading.probing import run_cases
+
+    files = source.snapshot(Path(gpt2_course.__file__).parent)
+    copy = source.worker_source(files, exercise)
+    banks = [f for f in copy if f.startswith("gpt2_course/exercises/")]
+    assert banks == ["gpt2_course/exercises/__init__.py"]
+    for obj in grading.get_exercise(exercise).course:
+        text = copy[obj.__module__.replace(".", "/") + ".py"].decode()
+        assert f"Not available while this exercise is graded: {obj.__module__}.{obj.__qualname__}" in text
+    for q in grading.get_exercise(exercise).questions:
+        data = plans.plan(exercise, q.id)
+        runs = None if data is None else [run for _, run in pickle.loads(data)]
+        assert same(run_cases(runs, q.reference), expected(exercise, q.id)[0], q), (exercise, q.id)
