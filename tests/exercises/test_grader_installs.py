@@ -251,3 +251,13 @@ def test_the_grader_suite_passes_as_an_unprivileged_user_from_a_private_folder()
     skipped = [line for line in proc.stdout.splitlines() if line.startswith("SKIPPED")]
     assert all("here it is off" in line for line in skipped), skipped  # only a protection said to be off
     assert re.search(r"\b\d+ passed", tail), tail
+
+
+def test_on_windows_grade_says_to_use_wsl(monkeypatch):
+    """No fork, no resource limits: the command says where it runs instead of failing on an import."""
+    from gpt2_course import cli
+
+    monkeypatch.setattr(cli.os, "name", "nt")
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["grade", str(SOLUTIONS[0])])
+    assert "run it in WSL" in str(stop.value.code)
