@@ -6,6 +6,9 @@ each pick code for the widest instruction set the CPU has (AVX-512 and AMX on re
 AVX2 on AMD), and a parallel reduction splits its work by the number of threads. Capping
 every library to AVX2 and fixing the thread count makes them all run the same code, so a
 notebook executed on one machine prints the same digits on any x86-64 CPU with AVX2.
+On ARM64 (Apple silicon, Graviton) PyTorch is held to NEON and the same thread count; its
+matrix products come from another BLAS, so the last bits may differ from the book's: what an
+emulated ARM run printed is in benchmarks/results/arm_emulated_nbval.txt (book/running.md).
 
 Used by `conftest.py` (every pytest run, so nbval's kernels inherit it), `tools/execute.py`
 (`make execute`) and `make book-execute`. As a command it runs another command inside it:
@@ -19,15 +22,38 @@ import os
 import platform
 import sys
 
-NUMERIC_ENV = {
+X86_CAPS = {
     "ATEN_CPU_CAPABILITY": "avx2",  # PyTorch's own vectorised kernels
     "MKL_CBWR": "AVX2,STRICT",  # MKL's conditional numerical reproducibility: the AVX2 code path
     "ONEDNN_MAX_CPU_ISA": "AVX2",  # oneDNN (mkldnn) kernels
     "DNNL_MAX_CPU_ISA": "AVX2",  # the same, older name
+}
+ARM_CAPS = {
+    "ATEN_CPU_CAPABILITY": "default",  # NEON, which every ARM64 CPU has; no SVE (Apple silicon has none)
+}
+EVERYWHERE = {
     "OMP_NUM_THREADS": "2",  # parallel reductions split work by thread count
     "MKL_NUM_THREADS": "2",
     "PYTHONHASHSEED": "0",
 }
+
+
+def for_machine(machine: str) -> dict[str, str]:
+    """The environment for a CPU architecture (platform.machine()): x86 caps on x86-64, NEON on ARM64.
+
+    The x86 names mean nothing elsewhere, and PyTorch warns about an ATEN_CPU_CAPABILITY it cannot
+    use: under the x86 caps, the first cell of an ARM run that computes printed a UserWarning, a new
+    output nbval reported (benchmarks/results/arm_emulated_nbval.txt).
+
+    >>> for_machine("aarch64")["ATEN_CPU_CAPABILITY"], "MKL_CBWR" in for_machine("AMD64")
+    ('default', True)
+    """
+    kind = machine.lower()
+    caps = X86_CAPS if kind in ("x86_64", "amd64") else ARM_CAPS if kind in ("aarch64", "arm64") else {}
+    return {**caps, **EVERYWHERE}
+
+
+NUMERIC_ENV = for_machine(platform.machine())
 
 
 def apply() -> None:
@@ -40,17 +66,19 @@ def describe() -> str:
     import torch
 
     flags: set[str] = set()
-    try:
+    try:  # x86 lists its instruction sets under "flags", ARM under "Features"
         with open("/proc/cpuinfo") as f:
-            flags = set(next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), []))
+            flags = set(next((line.split(":", 1)[1].split() for line in f
+                              if line.startswith(("flags", "Features"))), []))
     except OSError:
         pass
-    native = next((isa for flag, isa in (("amx_tile", "amx"), ("avx512f", "avx512"), ("avx2", "avx2"))
-                   if flag in flags), "unknown")
+    native = next((isa for flag, isa in (("amx_tile", "amx"), ("avx512f", "avx512"), ("avx2", "avx2"),
+                                         ("sve", "sve"), ("asimd", "neon")) if flag in flags), "unknown")
+    caps = ", ".join(f"{k}={os.environ.get(k)}" for k in ("ATEN_CPU_CAPABILITY", "MKL_CBWR",
+                                                           "ONEDNN_MAX_CPU_ISA"))
     return (
         f"numeric env: torch {torch.__version__}, CPU capability {torch.backends.cpu.get_cpu_capability()} "
-        f"(native {native}, {platform.machine()}), {torch.get_num_threads()} threads, "
-        f"MKL_CBWR={os.environ.get('MKL_CBWR')}, ONEDNN_MAX_CPU_ISA={os.environ.get('ONEDNN_MAX_CPU_ISA')}"
+        f"(native {native}, {platform.machine()}), {torch.get_num_threads()} threads, {caps}"
     )
 
 
