@@ -159,6 +159,10 @@ def _can_mount() -> str | None:
         return "needs root: the test builds a private folder with a bind mount (run the suite as root)"
     if not sys.platform.startswith("linux") or not shutil.which("unshare") or not shutil.which("setpriv"):
         return "needs Linux's unshare and setpriv (util-linux)"
+    probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"], capture_output=True,
+                           text=True, timeout=30)
+    if probe.returncode != 0:  # a container without CAP_SYS_ADMIN: no mount namespace for the test
+        return f"cannot make a mount namespace here ({probe.stderr.strip()[:200]})"
     return None
 
 
