@@ -71,7 +71,7 @@ def train_merges(text: str, num_merges: int) -> Iterator[tuple[tuple[int, int], 
     freqs = list(pieces.values())
     tokens = [bytes([b]) for b in BYTE_ORDER]
     counts: Counter[tuple[int, int]] = Counter()
-    where: defaultdict[tuple[int, int], set[int]] = defaultdict(set)  # pair -> pieces holding it
+    where: defaultdict[tuple[int, int], set[int]] = defaultdict(set)  # pair -> the pieces holding it now
     for w, ids in enumerate(words):
         for pair in zip(ids, ids[1:]):
             counts[pair] += freqs[w]
@@ -95,6 +95,10 @@ def train_merges(text: str, num_merges: int) -> Iterator[tuple[tuple[int, int], 
                 delta[p] -= freqs[w]
             for p in zip(new, new[1:]):
                 delta[p] += freqs[w]
+            old_pairs, new_pairs = set(zip(old, old[1:])), set(zip(new, new[1:]))
+            for p in old_pairs - new_pairs - {pair}:
+                where[p].discard(w)  # keep the index exact: a merge visits only pieces it changes
+            for p in new_pairs - old_pairs:
                 where[p].add(w)
         for p, d in delta.items():
             if d:
