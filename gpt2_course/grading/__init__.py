@@ -3,10 +3,14 @@
 Hand-written infrastructure, not course content (no notebook exports it). The engine:
 
     questions.py  questions, planted mistakes, results; the registry of question banks
-    probing.py    run an answer on test cases, keep plain outputs; borrowed answers; the wire format
+    probing.py    run an answer on test cases, keep plain outputs; borrowed answers (for `check`)
     judging.py    compare outputs with the reference and the planted mistakes, in words
     notebook.py   `check = checker("05_masking")`, `check("q2")`, `check.summary()`
+    wire.py       the one channel between grader and submission: framing, plain-data codec
+    source.py     the package a submission's process imports: no banks, the answers stubbed
+    plans.py      a question's test cases, shipped to that process by value
     sandbox.py    the isolated process each submission runs in (the grader's side)
+    isolation.py  what the machine allows: limits, namespaces, the view, dropping privileges
     zygote.py     the trusted processes that start it: zygote, keeper, the worker's setup
     worker.py     what runs in it: the notebook's cells, then the probes
     batch.py      `gpt2-course grade`: grade the submissions, one sandbox each
