@@ -6,27 +6,32 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import torch
 
+from gpt2_course.figures import FONT_SIZE
+
 
 def attention_heatmap(weights: torch.Tensor, tokens: list[str], ax: plt.Axes | None = None,
-                      title: str | None = None) -> plt.Axes:
-    """Draw a [T, T] attention map: row = the query token, column = the key token it reads from."""
+                      title: str | None = None, colorbar: bool = True) -> plt.Axes:
+    """Draw a [T, T] attention map: row = the query token, column = the key token it reads from.
+
+    Colours run from 0 to 1 for every map, so maps drawn side by side share one scale.
+    """
     w = torch.as_tensor(weights).detach().float().cpu()
     if w.ndim != 2 or w.shape[0] != w.shape[1] or w.shape[0] != len(tokens):
         raise ValueError(
             f"weights must be [T, T] with T = len(tokens) = {len(tokens)}, got {tuple(w.shape)}."
         )
     if ax is None:
-        side = 0.3 * len(tokens) + 2.5
-        _, ax = plt.subplots(figsize=(side + 0.5, side))
+        _, ax = plt.subplots(figsize=(6.4, 5.6))
     im = ax.imshow(w.numpy(), cmap="Blues", vmin=0.0, vmax=1.0)
     labels = [repr(t)[1:-1] for t in tokens]  # show spaces and "\n" instead of blank labels
-    ax.set_xticks(range(len(tokens)), labels, rotation=90, fontsize=8)
-    ax.set_yticks(range(len(tokens)), labels, fontsize=8)
+    ax.set_xticks(range(len(tokens)), labels, rotation=90, fontsize=FONT_SIZE - 1)
+    ax.set_yticks(range(len(tokens)), labels, fontsize=FONT_SIZE - 1)
     ax.set_xlabel("key (read from)")
     ax.set_ylabel("query (reading)")
     if title:
         ax.set_title(title)
-    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="weight")
     return ax
 
 

@@ -122,3 +122,52 @@ def test_heatmap_rejects_mismatched_tokens() -> None:
     with pytest.raises(ValueError, match="len\\(tokens\\)"):
         attention_heatmap(torch.eye(3), ["a", "b"])
     plt.close("all")
+
+
+def test_role_scores_of_a_previous_token_head_and_of_a_uniform_one() -> None:
+    from gpt2_course.attention import role_scores
+
+    T = 6
+    previous = torch.zeros(T, T)
+    previous[0, 0] = 1.0
+    previous[torch.arange(1, T), torch.arange(T - 1)] = 1.0
+    uniform = causal_mask(T).float() / causal_mask(T).sum(-1, keepdim=True)
+    roles = role_scores(torch.stack([previous, uniform]))  # two heads
+    assert roles["previous"].tolist() == [1.0, pytest.approx(roles["uniform"][1].item())]
+    assert roles["first"][0] == 0 and roles["itself"][0] == 0
+    torch.testing.assert_close(roles["first"][1], roles["uniform"][1])
+    torch.testing.assert_close(roles["itself"][1], roles["uniform"][1])
+    expected = sum(1 / (t + 1) for t in range(2, T)) / (T - 2)
+    assert roles["uniform"][1].item() == pytest.approx(expected)
+
+
+def test_role_scores_and_heads_with_reject_bad_input() -> None:
+    from gpt2_course.attention import heads_with, role_scores
+
+    with pytest.raises(ValueError, match="T >= 3"):
+        role_scores(torch.ones(2, 2))
+    with pytest.raises(ValueError, match="kind must be"):
+        heads_with({"previous": torch.zeros(1, 1, 1)}, "last")
+
+
+def test_heads_with_averages_over_the_windows() -> None:
+    from gpt2_course.attention import heads_with
+
+    scores = torch.tensor([[[0.3, 0.1]], [[0.2, 0.5]]])  # [windows=2, layers=1, heads=2]
+    assert heads_with({"previous": scores}, "previous") == [(0, 0), (0, 1)]
+    assert heads_with({"previous": scores}, "previous", at_least=0.26) == [(0, 1)]
+
+
+def test_head_roles_reads_the_attention_maps_of_fixed_validation_windows() -> None:
+    from gpt2_course import course_model
+    from gpt2_course.attention import ROLE_T, ROLE_WINDOWS, head_roles, role_scores
+    from gpt2_course.data import token_ids
+    from gpt2_course.heads import attention_maps
+
+    model = course_model()
+    roles = head_roles(model)
+    n = (ROLE_WINDOWS, model.config.n_layer, model.config.n_head)
+    assert all(roles[k].shape == n for k in ("previous", "first", "itself", "uniform"))
+    first = torch.from_numpy(token_ids("validation")[:ROLE_T].astype("int64"))
+    torch.testing.assert_close(roles["previous"][0], role_scores(attention_maps(model, first))["previous"])
+    torch.testing.assert_close(head_roles(model)["itself"], roles["itself"])  # the same answer every time
