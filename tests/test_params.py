@@ -1,6 +1,8 @@
 """Chapter 10: parameter counts by formula, from our module and from transformers' GPT2LMHeadModel."""
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 import transformers
@@ -10,7 +12,15 @@ from hypothesis import strategies as st
 from gpt2_course.config import GPT2Config
 from gpt2_course.loading import course_model
 from gpt2_course.model import GPT2
-from gpt2_course.params import count_parameters, format_breakdown, parameter_breakdown
+from gpt2_course.params import (
+    RENAMED_MILLIONS,
+    TABLE2_MILLIONS,
+    count_parameters,
+    format_breakdown,
+    gpt1_parameters,
+    parameter_breakdown,
+    with_gpt1_vocabulary,
+)
 
 # The published sizes of OpenAI's checkpoints (tied head), as transformers counts them.
 RELEASED = {
@@ -102,3 +112,20 @@ def test_format_breakdown():
 def test_wrong_argument_says_what_to_pass():
     with pytest.raises(TypeError, match=r"GPT2Config.from_name\('gpt2'\)"):
         count_parameters("gpt2")
+
+
+def test_gpt1_count_from_its_released_shapes():
+    # openai/finetune-transformer-lm, model/params_shapes.json: positions, tokens, then 12 blocks of
+    # c_attn w, b, c_proj w, b, ln_1 g, b, c_fc w, b, c_proj w, b, ln_2 g, b; nothing after the blocks
+    block = [(1, 768, 2304), (2304,), (1, 768, 768), (768,), (768,), (768,), (1, 768, 3072), (3072,),
+             (1, 3072, 768), (768,), (768,), (768,)]
+    shapes = [(512, 768), (40478, 768)] + 12 * block
+    assert gpt1_parameters() == sum(math.prod(s) for s in shapes) == 116_534_784
+
+
+def test_gpt1_vocabulary_gives_table2_and_512_positions_does_not():
+    for name, millions in TABLE2_MILLIONS.items():
+        config = GPT2Config.from_name(name)
+        assert round(with_gpt1_vocabulary(config) / 1e6) == millions
+        assert round(count_parameters(config) / 1e6) == RENAMED_MILLIONS[name]
+    assert round(with_gpt1_vocabulary(GPT2Config.from_name("gpt2-medium"), n_ctx=512) / 1e6) == 344
