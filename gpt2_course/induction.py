@@ -23,19 +23,23 @@ from gpt2_course.model import GPT2
 
 def repeated_tokens(n: int, n_ctx: int, vocab_size: int, min_period: int, max_period: int,
                     generator: torch.Generator) -> torch.Tensor:
-    """[n, n_ctx] rows of random tokens, each row a random span repeated until the row is full.
+    """[n, n_ctx] rows of random tokens, each row a random span of distinct tokens repeated until
+    the row is full.
 
     Each row draws its own period from min_period..max_period, so where to copy from depends on
-    the row's tokens, not on the position alone. Example: with period 3 a row reads
-    `a b c a b c a b`; from its fourth token on, each next token is the one that followed the
-    current token's previous occurrence.
+    the row's tokens, not on the position alone. No token occurs twice in a span, so from the
+    second copy on, the token that followed the current token last time (one period back) is
+    always the next one. Example: with period 3 a row reads `a b c a b c a b`.
     """
     if not 1 <= min_period <= max_period < n_ctx:
         raise ValueError(f"need 1 <= min_period <= max_period < n_ctx (a row must hold a repeat); got "
                          f"min_period={min_period}, max_period={max_period}, n_ctx={n_ctx}.")
-    x = torch.randint(vocab_size, (n, n_ctx), generator=generator)
+    if max_period > vocab_size:
+        raise ValueError(f"a span of {max_period} distinct tokens needs max_period <= vocab_size, "
+                         f"got vocab_size={vocab_size}.")
+    span = torch.rand(n, vocab_size, generator=generator).argsort(-1)[:, :max_period]  # distinct tokens
     period = torch.randint(min_period, max_period + 1, (n, 1), generator=generator)
-    return x.gather(1, torch.arange(n_ctx) % period)  # row b reads its first `period` tokens again and again
+    return span.gather(1, torch.arange(n_ctx) % period)  # row b repeats its first `period` tokens
 
 
 
@@ -139,8 +143,9 @@ class History:
 def train_attn_only(config: GPT2Config, steps: int, seed: int, probe: torch.Tensor, period: int, *,
                     min_period: int, max_period: int, repeats: bool = True, batch_size: int = 32,
                     lr: float = 1e-3, every: int = 10, progress: bool = True) -> tuple[AttnOnly, History]:
-    """Train AttnOnly(config) on repeated_tokens (or, with repeats=False, on random tokens that never
-    repeat), measuring head_scores and copy_losses on the probe every `every` steps.
+    """Train AttnOnly(config) on repeated_tokens (or, with repeats=False, on independent random
+    tokens, where the context predicts nothing), measuring head_scores and copy_losses on the
+    probe every `every` steps.
 
     The seed fixes the initial weights and the batches; the probe is the caller's, so that runs
     are compared on the same sequences.

@@ -47,7 +47,7 @@ def test_repeated_tokens_repeat_with_a_period_in_range() -> None:
     periods = set()
     for row in x.tolist():
         period = next(p for p in range(1, 24) if row[p:] == row[:-p])
-        assert 1 <= period <= 7  # the smallest period divides the drawn one (tokens may collide)
+        assert 3 <= period <= 7 and len(set(row[:period])) == period  # a span of distinct tokens
         periods.add(period)
     assert periods >= {3, 4, 5, 6, 7}
     again = repeated_tokens(50, 24, 64, 3, 7, torch.Generator().manual_seed(0))
@@ -99,6 +99,11 @@ def test_scores_of_an_even_head_are_the_mean_of_its_weights() -> None:
     assert previous_token_scores(even).item() == pytest.approx(expected)
     expected = sum(1 / (t + 1) for t in range(period, T)) / (T - period)
     assert prefix_matching_scores(even, period).item() == pytest.approx(expected)
+
+
+def test_repeated_tokens_rejects_a_span_longer_than_the_vocabulary() -> None:
+    with pytest.raises(ValueError, match="max_period <= vocab_size"):
+        repeated_tokens(2, 12, 5, 3, 6, torch.Generator())
 
 
 @pytest.mark.parametrize("period", [0, 6, -1])
