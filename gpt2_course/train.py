@@ -469,7 +469,7 @@ def launch(c: TrainConfig, nproc: int, extra: list[str]) -> int:
     return subprocess.run([*run, "-m", "gpt2_course.train", *config_flags(c), *extra]).returncode
 
 
-def time_allreduce(c: TrainConfig, repeats: int = 5) -> dict[str, float]:
+def time_allreduce(c: TrainConfig, repeats: int = 10) -> dict[str, float]:
     """Median seconds, over `repeats` rounds after one to warm up, of a training step as `train`
     takes it, of the same step without the gradients' all-reduce (DDP's `no_sync`: each process
     keeps its own gradient), and of the all-reduce alone, on a buffer the size of the gradients."""
