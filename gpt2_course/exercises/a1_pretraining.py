@@ -129,27 +129,49 @@ def _window_cases() -> list[Case]:
     ]
 
 
+def _l2(grads: list[Tensor]) -> float:
+    return math.sqrt(sum(float((g**2).sum()) for g in grads))
+
+
 def clip_grad_norm(grads: list[Tensor], max_norm: float) -> list[Tensor]:
-    norm = math.sqrt(sum(float((g**2).sum()) for g in grads))
-    return [g * min(1.0, max_norm / norm) for g in grads]
+    """min(1, max_norm / norm) without its division by zero: all-zero gradients come back as they are."""
+    return [g * (max_norm / max(_l2(grads), max_norm)) for g in grads]
+
+
+def _tensor_norm(grads: list[Tensor], max_norm: float) -> list[Tensor]:
+    """`always` with a tensor norm: all-zero gradients give 0 * inf = NaN."""
+    norm = torch.tensor(_l2(grads), dtype=torch.float64)
+    return [g * (max_norm / norm) for g in grads]
 
 
 @planted("You clipped each gradient separately. The norm is global: the square root of the sum of "
-         "squares over *all* gradients, one scale for all.")
+         "squares over *all* gradients, one scale for all.",
+         also=(lambda grads, max_norm: [g * min(1.0, max_norm / _l2([g])) for g in grads],))
 def per_tensor(grads: list[Tensor], max_norm: float) -> list[Tensor]:
     return [clip_grad_norm([g], max_norm)[0] for g in grads]
 
 
-@planted("Small gradients were scaled up: only scale when the total norm exceeds max_norm.")
+@planted("Small gradients were scaled up: only scale when the total norm exceeds max_norm.",
+         also=(_tensor_norm, lambda grads, max_norm: [g * (max_norm / (_l2(grads) + 1e-6)) for g in grads]))
 def always(grads: list[Tensor], max_norm: float) -> list[Tensor]:
-    norm = math.sqrt(sum(float((g**2).sum()) for g in grads))
+    norm = _l2(grads)
     return [g * (max_norm / norm) for g in grads]
 
 
-@planted("That is the L1 norm (sum of absolute values): use the L2 norm, sqrt(sum of squares).")
+def _l1(grads: list[Tensor]) -> float:
+    return sum(float(g.abs().sum()) for g in grads)
+
+
+@planted("That is the L1 norm (sum of absolute values): use the L2 norm, sqrt(sum of squares).",
+         also=(lambda grads, max_norm: [g * min(1.0, max_norm / _l1(grads)) for g in grads],))
 def l1(grads: list[Tensor], max_norm: float) -> list[Tensor]:
-    norm = sum(float(g.abs().sum()) for g in grads)
-    return [g * min(1.0, max_norm / norm) for g in grads]
+    return [g * (max_norm / max(_l1(grads), max_norm)) for g in grads]
+
+
+zero_norm = Mistake("zero_norm", "All-zero gradients have norm 0, so max_norm / norm divides by zero. "
+                    "Their norm does not exceed max_norm: they come back unchanged. Scale by "
+                    "max_norm / max(norm, max_norm), or divide only when norm > max_norm.",
+                    error=r"division by zero")
 
 
 def _clip_cases() -> list[Case]:
@@ -160,8 +182,12 @@ def _clip_cases() -> list[Case]:
         grads = [randn(seed * 10 + i, *s) for i, s in enumerate(shapes)]
         return tuple(f(grads, max_norm))
 
-    return [Case(f"{len(s)} gradients {s}, max_norm {m}", lambda f, s=s, m=m, seed=seed: run(f, s, m, seed))
-            for s, m, seed in specs]
+    def zeros(f: Any) -> tuple[Any, ...]:
+        return tuple(f([torch.zeros(3, 4, dtype=torch.float64), torch.zeros(5, dtype=torch.float64)], 1.0))
+
+    return [*(Case(f"{len(s)} gradients {s}, max_norm {m}", lambda f, s=s, m=m, seed=seed: run(f, s, m, seed))
+              for s, m, seed in specs),
+            Case("2 all-zero gradients [(3, 4), (5,)], max_norm 1.0 (norm 0)", zeros)]
 
 
 def decay_param_names(model: nn.Module) -> list[str]:
@@ -196,7 +222,11 @@ def _decay_cases() -> list[Case]:
     return [Case("a 2-layer GPT2", lambda f: tuple(sorted(f(model()))))]
 
 
-def _rename_with(text: str, table: dict[str, str], bound: str = r"\b") -> str:
+def _rename_with(text: str, table: dict[str, str], bound: str = r"\b", guard: bool = True) -> str:
+    """One regular expression over the names; without `guard`, an empty table's pattern matches the
+    empty string and table[''] raises KeyError, as in an answer written without the check."""
+    if guard and not table:
+        return text
     pattern = bound + "(" + "|".join(map(re.escape, table)) + ")" + bound
     return re.sub(pattern, lambda m: table[m.group(1)], text)
 
@@ -215,15 +245,22 @@ def chained(text: str, mapping: dict[str, str]) -> str:
 
 
 @planted("A name inside a longer word was replaced too (ADRIAN inside ADRIANA): match whole words only, "
-         "with \\b on both sides of the pattern.")
+         "with \\b on both sides of the pattern.",
+         also=(lambda text, mapping: _rename_with(text, _titled(mapping), bound="", guard=False),))
 def substring(text: str, mapping: dict[str, str]) -> str:
     return _rename_with(text, _titled(mapping), bound="")
 
 
 @planted("The dialogue still says the old names: speakers are in capitals (ROMEO) but mentions are in "
-         "title case (Romeo). Rename old.title() to new.title() as well.")
+         "title case (Romeo). Rename old.title() to new.title() as well.",
+         also=(lambda text, mapping: _rename_with(text, dict(mapping), guard=False),))
 def upper_only(text: str, mapping: dict[str, str]) -> str:
     return _rename_with(text, dict(mapping))
+
+
+empty_mapping = Mistake("empty_mapping", "With an empty mapping there is nothing to rename, but the pattern "
+                        "r'\\b()\\b' matches the empty string and mapping[''] raises KeyError: return the "
+                        "text unchanged when the mapping is empty.", error=r"^''$")
 
 
 def _rename_cases() -> list[Case]:
@@ -231,7 +268,7 @@ def _rename_cases() -> list[Case]:
              "ADRIANA:\nAy.\n\n[Exit ROMEO and JULIET]\n")
     swap = {"ROMEO": "JULIET", "JULIET": "ROMEO", "ADRIAN": "BRUTUS"}
     fresh = {"ROMEO": "ANTONY", "JULIET": "CLEOPATRA", "ADRIAN": "ROMEO"}
-    return [Case(f"the scene with {m}", lambda f, m=m: f(scene, dict(m))) for m in (swap, fresh)]
+    return [Case(f"the scene with {m}", lambda f, m=m: f(scene, dict(m))) for m in (swap, fresh, {})]
 
 
 EXERCISE = Exercise("A1_pretraining", "Pretraining", [
@@ -243,9 +280,10 @@ EXERCISE = Exercise("A1_pretraining", "Pretraining", [
                 "n_ctx + 1 tokens, so draw starts below len(data) - n_ctx.",
                 error=r"stack expects each tensor to be equal size|out of bounds|out of range"),
     ]),
-    Question("q3", "clip_grad_norm", 2, clip_grad_norm, cases=_clip_cases, mistakes=[per_tensor, always, l1]),
+    Question("q3", "clip_grad_norm", 2, clip_grad_norm, cases=_clip_cases,
+             mistakes=[per_tensor, always, l1, zero_norm]),
     Question("q4", "decay_param_names", 2, decay_param_names, cases=_decay_cases,
              mistakes=[decay_all, inverted, by_name]),
     Question("q5", "rename", 2, rename, cases=_rename_cases, course=(rename,),
-             mistakes=[chained, substring, upper_only]),
+             mistakes=[chained, substring, upper_only, empty_mapping]),
 ])

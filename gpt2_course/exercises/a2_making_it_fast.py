@@ -13,10 +13,12 @@ COPY = 20e9  # bytes per second, as copy_bandwidth counts them
 
 def quantize_rows(w: Tensor, *, per_row: bool = True, top: int = 127, magnitude: bool = True,
                   rounding: bool = True) -> tuple[Tensor, Tensor]:
-    """Int8Linear's quantization: one scale per output row, the row's largest |w| becomes 127.
-    The keyword switches are the planted mistakes'."""
+    """Int8Linear's quantization: one scale per output row, the row's largest |w| becomes 127; a row of
+    zeros keeps a tiny scale, as in Int8Linear, so it quantizes to 0 instead of 0 / 0 = NaN. The keyword
+    switches are the planted mistakes' (signed_max is left as a learner writes it, without the clamp)."""
     m = w.abs() if magnitude else w
-    scale = (m.amax(dim=1) if per_row else m.max()) / top
+    top_w = m.amax(dim=1) if per_row else m.max()
+    scale = (top_w.clamp(min=1e-12) if magnitude else top_w) / top
     q = w / (scale[:, None] if per_row else scale)
     return (q.round() if rounding else q).to(torch.int8), scale
 
@@ -41,6 +43,15 @@ def by_128(w: Tensor) -> tuple[Tensor, Tensor]:
          "negative would not fit in -127..127.")
 def signed_max(w: Tensor) -> tuple[Tensor, Tensor]:
     return quantize_rows(w, magnitude=False)
+
+
+def _zero_row(w: Tensor, row: int) -> Tensor:
+    w[row] = 0
+    return w
+
+
+def _w_label(w: Tensor) -> str:
+    return f"w {list(w.shape)}" + (", a row of zeros" if (w == 0).all(1).any() else "")
 
 
 def decode_layout(w: Tensor) -> Tensor:
@@ -101,8 +112,8 @@ EXERCISE = Exercise("A2_making_it_fast", "Making it fast", [
         "bf16": (COPY / (BYTES / 2), "The weights are float32, 4 bytes each; 2 bytes would be bf16."),
     }),
     Question("q3", "quantize_rows", 3, quantize_rows,
-             cases=calls(lambda: [(randn(0, 6, 4),), (randn(1, 3, 8) * 5,)],
-                         label=lambda w: f"w {list(w.shape)}"),
+             cases=calls(lambda: [(randn(0, 6, 4),), (randn(1, 3, 8) * 5,), (_zero_row(randn(2, 4, 8), 1),)],
+                         label=_w_label),
              mistakes=[per_tensor, truncate, by_128, signed_max]),
     Question("q4", "decode_layout", 2, decode_layout, cases=_layout_cases,
              mistakes=[always_columns, reversed_rule, transposed, square_rows, unchanged]),

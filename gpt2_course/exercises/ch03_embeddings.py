@@ -57,7 +57,7 @@ EXERCISE = Exercise("03_embeddings", "Embeddings", [
                       "matrix and adds no parameters."),
     }, rtol=0),
     Question("q2", "one_hot", 1, one_hot, strict_dtype=True,
-             cases=calls(lambda: [(randint(1, 5), 10), (randint(2, 2, 3), 7), (torch.tensor([0]), 3)],
+             cases=calls(lambda: [(randint(1, 5), 10), (randint(2, 2, 3, high=7), 7), (torch.tensor([0]), 3)],
                          label=lambda ids, v: f"ids {list(ids.shape)}, vocab_size {v}"),
              mistakes=[integer]),
     Question("q3", "embed_matmul", 2, embed_matmul,

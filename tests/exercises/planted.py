@@ -4,15 +4,20 @@ mistake), and `planted_tests` turns it into the chapter's tests."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
+from gpt2_course import grading
 from gpt2_course.bpe import merge_pair
 from gpt2_course.grading import check_answer, get_exercise
 from gpt2_course.grading.judging import expected, same
+
+SOLUTIONS = Path(__file__).resolve().parents[2] / "exercises" / "solutions"
 
 
 def define(code: str) -> dict:
@@ -20,6 +25,19 @@ def define(code: str) -> dict:
     ns: dict = {"math": math, "np": np, "torch": torch, "F": F, "__name__": "__main__"}
     ns["MERGE"] = merge_pair  # questions that build on an earlier answer get a correct one
     exec(compile(code, "<planted>", "exec"), ns)
+    return ns
+
+
+def solution_answers(exercise: str) -> dict:
+    """The names the course's solution notebook `exercises/solutions/<exercise>.ipynb` defines (its
+    `check` cells stay quiet, as while grading)."""
+    path = SOLUTIONS / f"{exercise}.ipynb"
+    ns: dict = {"__name__": "__main__"}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(grading.GRADING_ENV, "1")
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code":
+                exec(compile(cell.source, path.name, "exec"), ns)
     return ns
 
 

@@ -1,6 +1,9 @@
 """Pretraining (A1_pretraining): a learner-style wrong answer for every planted mistake of its bank,
 gpt2_course/exercises/a1_pretraining.py, and other forms learners write that must get the same hint."""
-from planted import planted_tests
+import torch
+from planted import planted_tests, solution_answers
+
+from gpt2_course.grading import check_answer, get_exercise
 
 PLANTED = {
     ("q1", "linear"): """
@@ -60,6 +63,11 @@ def clip_grad_norm(grads, max_norm):
 def clip_grad_norm(grads, max_norm):
     norm = sum(g.abs().sum() for g in grads)
     return [g * max_norm / norm if norm > max_norm else g for g in grads]""",
+    ("q3", "zero_norm"): """
+def clip_grad_norm(grads, max_norm):
+    norm = torch.sqrt(sum((g**2).sum() for g in grads))
+    scale = min(1.0, max_norm / norm.item())
+    return [g * scale for g in grads]""",
     ("q3", "per_tensor"): """
 def clip_grad_norm(grads, max_norm):
     return [g * min(1, max_norm / g.norm().item()) for g in grads]""",
@@ -79,6 +87,11 @@ def rename(text, mapping):
         text = re.sub(rf"\\b{old}\\b", new, text)
         text = re.sub(rf"\\b{old.title()}\\b", new.title(), text)
     return text""",
+    ("q5", "empty_mapping"): """
+import re
+def rename(text, mapping):
+    table = {**mapping, **{k.title(): v.title() for k, v in mapping.items()}}
+    return re.sub(r"\\b(" + "|".join(table) + r")\\b", lambda m: table[m.group(1)], text)""",
     ("q5", "substring"): """
 def rename(text, mapping):
     table = {**mapping, **{k.title(): v.title() for k, v in mapping.items()}}
@@ -93,4 +106,53 @@ def rename(text, mapping):
     return re.sub(r"\\b[A-Z]+\\b", lambda m: mapping.get(m.group(), m.group()), text)""",
 }
 
-test_covered, test_hints, test_distinct = planted_tests("A1_pretraining", PLANTED)
+# Other forms of the same mistakes, as they meet all-zero gradients or an empty mapping: a float norm
+# (max_norm / 0.0 raises), a tensor norm (0 * inf = NaN), torch's max_norm / (norm + 1e-6) (zeros).
+ALSO = {
+    ("q3", "always"): ["""
+def clip_grad_norm(grads, max_norm):
+    norm = math.sqrt(sum((g**2).sum().item() for g in grads))
+    return [g * max_norm / norm for g in grads]""", """
+def clip_grad_norm(grads, max_norm):
+    norm = torch.cat([g.flatten() for g in grads]).norm()
+    return [g * (max_norm / (norm + 1e-6)) for g in grads]"""],
+    ("q3", "per_tensor"): ["""
+def clip_grad_norm(grads, max_norm):
+    return [g * torch.clamp(max_norm / g.norm(), max=1.0) for g in grads]"""],
+    ("q3", "l1"): ["""
+def clip_grad_norm(grads, max_norm):
+    norm = sum(g.abs().sum().item() for g in grads)
+    return [g * min(1.0, max_norm / norm) for g in grads]"""],
+    ("q5", "substring"): ["""
+import re
+def rename(text, mapping):
+    table = {**mapping, **{k.title(): v.title() for k, v in mapping.items()}}
+    return re.sub("|".join(table), lambda m: table[m.group()], text)"""],
+    ("q5", "upper_only"): ["""
+import re
+def rename(text, mapping):
+    return re.sub(r"\\b(" + "|".join(mapping) + r")\\b", lambda m: mapping[m.group(1)], text)"""],
+}
+
+test_covered, test_hints, test_distinct = planted_tests("A1_pretraining", PLANTED, ALSO)
+
+
+def test_clipping_all_zero_gradients_returns_them_unchanged():
+    """The checks hand clip_grad_norm gradients whose norm is 0: the bank's reference and the course's
+    solution return them as they are (no max_norm / 0), and the solution passes every case."""
+    q = get_exercise("A1_pretraining").question("q3")
+    assert any("all-zero" in c.label for c in q.cases())
+    solution = solution_answers("A1_pretraining")["clip_grad_norm"]
+    for clip in (solution, q.reference):
+        out = clip([torch.zeros(3), torch.zeros(2, 2)], 1.0)
+        assert [t.tolist() for t in out] == [[0.0] * 3, [[0.0] * 2] * 2], clip
+    assert check_answer("A1_pretraining", "q3", solution).status == "pass"
+
+
+def test_renaming_with_an_empty_mapping_leaves_the_text():
+    q = get_exercise("A1_pretraining").question("q5")
+    assert any(c.label == "the scene with {}" for c in q.cases())
+    solution = solution_answers("A1_pretraining")["rename"]
+    for rename in (solution, q.reference):
+        assert rename("ROMEO:\nJuliet!\n", {}) == "ROMEO:\nJuliet!\n", rename
+    assert check_answer("A1_pretraining", "q5", solution).status == "pass"

@@ -1,7 +1,10 @@
 """Making it fast (A2_making_it_fast): a learner-style wrong answer for every planted mistake of its
 bank, gpt2_course/exercises/a2_making_it_fast.py, and other forms learners write that must get the
 same hint."""
-from planted import one_change, planted_tests
+import torch
+from planted import define, one_change, planted_tests, solution_answers
+
+from gpt2_course.grading import check_answer, get_exercise
 
 QUANTIZE = """
 def quantize_rows(w):
@@ -42,3 +45,20 @@ PLANTED |= one_change("q4", LAYOUT, LAYOUT_OK, {
 })
 
 test_covered, test_hints, test_distinct = planted_tests("A2_making_it_fast", PLANTED)
+
+
+def test_a_row_of_zeros_quantizes_to_zeros_with_a_scale_above_zero():
+    """The checks hand quantize_rows a matrix with a row of zeros: the bank's reference and the course's
+    solution clamp its scale as Int8Linear does, so w / scale is 0, not 0 / 0 = NaN before the cast."""
+    q = get_exercise("A2_making_it_fast").question("q3")
+    assert any("a row of zeros" in c.label for c in q.cases())
+    solution = solution_answers("A2_making_it_fast")["quantize_rows"]
+    w = torch.tensor([[0.5, -2.0, 1.0], [0.0, 0.0, 0.0]], dtype=torch.float64)
+    for quantize in (solution, q.reference):
+        ints, scale = quantize(w.clone())
+        assert ints.dtype == torch.int8 and ints[1].tolist() == [0, 0, 0], quantize
+        assert ints[0].tolist() == [32, -127, 64] and bool((scale > 0).all()), (quantize, scale)
+        assert bool((w / scale[:, None]).isfinite().all()), quantize
+    assert check_answer("A2_making_it_fast", "q3", solution).status == "pass"
+    clamped = define(QUANTIZE.format(scale="w.abs().amax(dim=1).clamp(min=1e-12) / 127", q=QUANTIZE_OK["q"]))
+    assert check_answer("A2_making_it_fast", "q3", clamped["quantize_rows"]).status == "pass"

@@ -1,7 +1,9 @@
 """Embeddings (03_embeddings): a learner-style wrong answer for every planted mistake of its bank,
 gpt2_course/exercises/ch03_embeddings.py, and other forms learners write that must get the same
 hint."""
-from planted import planted_tests
+from planted import define, planted_tests
+
+from gpt2_course.grading import check_answer
 
 PLANTED = {
     ("q1", "with_head"): "embedding_params = 2 * 50257 * 768 + 1024 * 768",
@@ -31,3 +33,13 @@ def input_embeddings(idx, wte, wpe):
 }
 
 test_covered, test_hints, test_distinct = planted_tests("03_embeddings", PLANTED)
+
+
+def test_a_one_hot_written_by_hand_passes():
+    """Every case's ids lie below vocab_size (the contract: ids of a vocabulary), so an answer that
+    builds the rows itself passes; F.one_hot's error on an id out of range is no expected output."""
+    for code in ("def one_hot(ids, vocab_size):\n    return torch.eye(vocab_size)[ids]",
+                 "def one_hot(ids, vocab_size):\n    z = torch.zeros(*ids.shape, vocab_size)\n"
+                 "    return z.scatter(-1, ids[..., None], 1.0)"):
+        result = check_answer("03_embeddings", "q2", define(code)["one_hot"])
+        assert result.status == "pass", (code, result)

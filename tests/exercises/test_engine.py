@@ -8,16 +8,18 @@ import contextlib
 import importlib.util
 import io
 import json
+import math
 import pickle
 from pathlib import Path
 
 import nbformat
 import pytest
 import torch
-from planted import define
+from planted import define, solution_answers
 
 from gpt2_course import grading
-from gpt2_course.grading.probing import plain
+from gpt2_course.grading.judging import expected
+from gpt2_course.grading.probing import is_raised, plain
 from gpt2_course.grading.questions import bank_module
 from gpt2_course.grading.wire import BadMessage, decode, encode
 
@@ -43,17 +45,6 @@ def test_every_bank_has_its_test_file():
         assert (ROOT / "tests" / "exercises" / f"test_{bank_module(exercise)}.py").exists(), exercise
 
 
-def _answers(path: Path) -> dict:
-    """The names a solution notebook defines (its `check` cells stay quiet, as while grading)."""
-    ns: dict = {"__name__": "__main__"}
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(grading.GRADING_ENV, "1")
-        for cell in nbformat.read(path, as_version=4).cells:
-            if cell.cell_type == "code":
-                exec(compile(cell.source, path.name, "exec"), ns)
-    return ns
-
-
 def test_the_course_package_agrees_with_independent_solutions():
     """Where the package implements a question (course=), its function, as the question's reference
     or inside it, gives the outputs the solution notebook's own code gives (written without the
@@ -64,7 +55,7 @@ def test_the_course_package_agrees_with_independent_solutions():
 
     checked = 0
     for path in SOLUTIONS:
-        answers = _answers(path)
+        answers = solution_answers(path.stem)
         for q in grading.get_exercise(path.stem).questions:
             if q.course:
                 result = grading.check_answer(path.stem, q.id, answers[q.name])
@@ -73,6 +64,29 @@ def test_the_course_package_agrees_with_independent_solutions():
     assert checked >= 15
     for name in ("gpt2", "gpt2-medium", "gpt2-xl", "pocket"):
         assert count_params(config(name)) == count_parameters(GPT2Config.from_name(name)), name
+
+
+def _error_or_nan(out: object) -> bool:
+    """Whether a recorded output is a raised error or holds a NaN anywhere."""
+    if is_raised(out):
+        return True
+    if isinstance(out, torch.Tensor):
+        return out.is_floating_point() and bool(out.isnan().any())
+    if isinstance(out, float):
+        return math.isnan(out)
+    if isinstance(out, tuple | dict):
+        return any(_error_or_nan(o) for o in (out.values() if isinstance(out, dict) else out))
+    return False
+
+
+def test_every_reference_gives_a_value_on_every_case():
+    """The checks' inputs (zeros, empty lists, single tokens) are ones the reference handles: none of
+    its outputs is an error or a NaN, so no learner is held to reproducing a crash (issue 26)."""
+    for exercise in grading.exercise_ids():
+        for q in grading.get_exercise(exercise).questions:
+            labels = [c.label for c in q.cases()] if q.cases else ["the value"]
+            for label, out in zip(labels, expected(exercise, q.id)[0], strict=True):
+                assert not _error_or_nan(out), (exercise, q.id, label, out)
 
 
 # ------------------------------------------------------------------------------------------------
