@@ -8,11 +8,8 @@ from collections.abc import Iterator
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 from gpt2_course.data import EOT_TOKEN_ID, tiktoken_gpt2
-from gpt2_course.heads import merge_heads
-from gpt2_course.masking import causal_mask
 
 
 
@@ -93,36 +90,11 @@ class LayerCache:
         return 0 if self.k is None else self.k.size(-2)
 
 
-class PreallocatedLayerCache:
-    """A LayerCache that allocates room for max_len positions once and writes each step's keys and
-    values in place: no torch.cat, which copies the whole history at every step (appendix A2)."""
-
-    def __init__(self, max_len: int) -> None:
-        self.max_len, self.length = max_len, 0
-        self.k_buf: torch.Tensor | None = None  # [B, n_head, max_len, head_dim]
-        self.v_buf: torch.Tensor | None = None
-
-    def update(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Write the new positions' keys and values after the cached ones; return all of them (views)."""
-        start, end = self.length, self.length + k.size(-2)
-        if end > self.max_len:
-            raise ValueError(f"the cache holds {self.max_len} positions and is asked for {end}: "
-                             "create the KVCache with a larger max_len.")
-        if self.k_buf is None:
-            B, H, _, D = k.shape
-            self.k_buf, self.v_buf = k.new_empty(B, H, self.max_len, D), v.new_empty(B, H, self.max_len, D)
-        self.k_buf[:, :, start:end], self.v_buf[:, :, start:end] = k, v
-        self.length = end
-        return self.k_buf[:, :, :end], self.v_buf[:, :, :end]
-
-
 class KVCache:
-    """One layer cache per block; `length` is how many positions the model has processed so far.
-    With max_len, each layer preallocates that many positions (PreallocatedLayerCache)."""
+    """One layer cache per block; `length` is how many positions the model has processed so far."""
 
-    def __init__(self, n_layer: int, max_len: int | None = None) -> None:
-        new = LayerCache if max_len is None else lambda: PreallocatedLayerCache(max_len)
-        self.layers = [new() for _ in range(n_layer)]
+    def __init__(self, n_layer: int) -> None:
+        self.layers = [LayerCache() for _ in range(n_layer)]
 
     @property
     def length(self) -> int:
@@ -151,29 +123,23 @@ def _prompt(model: nn.Module, idx: torch.Tensor, max_new_tokens: int) -> torch.T
     return idx
 
 
-def next_logits(model: nn.Module, idx: torch.Tensor, cache: KVCache) -> torch.Tensor:
-    """model(idx, cache=cache)[:, -1], the logits [B, V] of the token after idx [B, T], made for the
-    generation loop (appendix A2 measures each change): no input checks (the loop checks the prompt
-    once), PyTorch's fused attention and GELU, and the output head applied to the last position only."""
-    T, past = idx.size(1), cache.length
-    x = model.wte(idx) + model.wpe.weight[past : past + T]  # [B, T, C]
-    mask = causal_mask(T, past + T, device=idx.device) if T > 1 else None  # a single new token sees all
-    for block, kv in zip(model.h, cache.layers, strict=True):
-        q, k, v = block.attn.qkv(block.ln_1(x))  # each [B, n_head, T, head_dim]
-        k, v = kv.update(k, v)  # [B, n_head, past + T, head_dim]
-        x = x + block.attn.c_proj(merge_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=mask)))
-        h = F.gelu(block.mlp.c_fc(block.ln_2(x)), approximate="tanh")  # chapter 7's gelu_tanh, one kernel
-        x = x + block.mlp.c_proj(h)
-    return model.ln_f(x[:, -1]) @ model.wte.weight.T  # [B, V]
+def _cache(model: nn.Module, use_cache: bool, cache: KVCache | None) -> KVCache | None:
+    """The cache the loop fills: a new KVCache, the one given (which must be empty), or none."""
+    if cache is None:
+        return KVCache(model.config.n_layer) if use_cache else None
+    if not use_cache:
+        raise ValueError("cache= was given with use_cache=False: pass one or the other.")
+    if cache.length != 0:
+        raise ValueError(f"the cache already holds {cache.length} positions: give generate an empty one.")
+    return cache
 
 
 @torch.no_grad()
-def _steps(model, idx, max_new_tokens, temperature, top_k, top_p, use_cache, generator, eos_token_id):
-    cache = KVCache(model.config.n_layer, max_len=idx.size(1) + max_new_tokens) if use_cache else None
+def _steps(model, idx, max_new_tokens, temperature, top_k, top_p, cache, generator, eos_token_id):
     done = torch.zeros(idx.size(0), dtype=torch.bool, device=idx.device)
     context = idx
     for _ in range(max_new_tokens):
-        logits = next_logits(model, context, cache) if use_cache else model(context)[:, -1]
+        logits = model(context, cache=cache, logits_from=-1)[:, -1]  # [B, V]: the next token's scores
         token = _draw(logits, temperature, top_k, top_p, generator)
         if eos_token_id is not None:
             token = token.masked_fill(done[:, None], eos_token_id)  # finished rows keep saying so
@@ -182,7 +148,7 @@ def _steps(model, idx, max_new_tokens, temperature, top_k, top_p, use_cache, gen
         if eos_token_id is not None and done.all():  # .all() waits for the device: only when needed
             return
         idx = torch.cat([idx, token], dim=1)
-        context = token if use_cache else idx
+        context = idx if cache is None else token
 
 
 def stream(
@@ -195,6 +161,7 @@ def stream(
     use_cache: bool = True,
     generator: torch.Generator | None = None,
     eos_token_id: int | None = None,
+    cache: KVCache | None = None,
 ) -> Iterator[torch.Tensor]:
     """Yield the new tokens one step at a time, each a [B, 1] tensor (arguments as in `generate`).
 
@@ -202,7 +169,8 @@ def stream(
     """
     check_sampling(temperature, top_k, top_p)
     idx = _prompt(model, idx, max_new_tokens)
-    return _steps(model, idx, max_new_tokens, temperature, top_k, top_p, use_cache, generator, eos_token_id)
+    cache = _cache(model, use_cache, cache)
+    return _steps(model, idx, max_new_tokens, temperature, top_k, top_p, cache, generator, eos_token_id)
 
 
 def generate(
@@ -215,6 +183,7 @@ def generate(
     use_cache: bool = True,
     generator: torch.Generator | None = None,
     eos_token_id: int | None = None,
+    cache: KVCache | None = None,
 ) -> torch.Tensor:
     """The prompt idx [B, T] followed by up to max_new_tokens new tokens.
 
@@ -222,12 +191,13 @@ def generate(
     prompt (T = 0) starts from <|endoftext|>, which is then the first returned token. Generation
     stops early once every row has produced eos_token_id (kept in the output; finished rows are
     padded with it). The prompt plus max_new_tokens must fit in model.config.n_ctx.
-    On a CPU, decoding runs faster on a model whose weights are stored with
-    gpt2_course.fast.decode_layout_ (same values, other strides; appendix A2).
+    Every step is model(context, cache=cache, logits_from=-1): chapter 8's forward. cache is an
+    empty cache to fill instead of a new KVCache (appendix A2's preallocated one, for instance).
     """
     check_sampling(temperature, top_k, top_p)
     idx = _prompt(model, idx, max_new_tokens)
-    steps = _steps(model, idx, max_new_tokens, temperature, top_k, top_p, use_cache, generator, eos_token_id)
+    cache = _cache(model, use_cache, cache)
+    steps = _steps(model, idx, max_new_tokens, temperature, top_k, top_p, cache, generator, eos_token_id)
     return torch.cat([idx, *steps], dim=1)
 
 
@@ -265,6 +235,6 @@ def generate_text(
 
 # The public names of the `#| export` cells above, generated by tools/export.py.
 __all__ = [
-    "top_k_filter", "top_p_filter", "check_sampling", "sample_next", "LayerCache",
-    "PreallocatedLayerCache", "KVCache", "next_logits", "stream", "generate", "generate_text",
+    "top_k_filter", "top_p_filter", "check_sampling", "sample_next", "LayerCache", "KVCache", "stream",
+    "generate", "generate_text",
 ]

@@ -81,25 +81,33 @@ class GPT2(nn.Module):
                 f"(vocab_size = {self.config.vocab_size})."
             )
 
-    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, cache=None):
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, cache=None,
+                logits_from: int = 0):
         """idx [B, T] -> logits [B, T, vocab_size], or (logits, loss) when targets [B, T] are given.
 
         targets[b, t] is the token that should follow idx[b, t] (the input shifted by one);
         positions equal to -100 are ignored, as in F.cross_entropy. With cache (chapter 9's
         KVCache), idx holds only the new tokens; their positions start at cache.length.
+        With logits_from, only positions logits_from: (a Python index; -1 is the last) get the
+        output head: logits are [B, T - logits_from, vocab_size] and only their targets are scored.
         """
         past = 0 if cache is None else cache.length
         self._check_input(idx, past)
-        pos = torch.arange(past, past + idx.size(1), device=idx.device)
-        x = self.wte(idx) + self.wpe(pos)
+        T = idx.size(1)
+        if not isinstance(logits_from, int) or not -T <= logits_from < T:
+            raise ValueError(f"logits_from must be an index into the {T} positions, -{T}..{T - 1}; "
+                             f"got {logits_from!r}.")
+        pos = torch.arange(past, past + T, device=idx.device)
+        x = self.wte(idx) + self.wpe(pos)  # [B, T, C]
         for i, block in enumerate(self.h):
             x = block(x, None if cache is None else cache.layers[i])
-        logits = self.ln_f(x) @ self.wte.weight.T  # the output head is the token embedding, transposed
+        x = self.ln_f(x[:, logits_from:])  # [B, T', C]: the positions whose logits are wanted
+        logits = x @ self.wte.weight.T  # the output head is the token embedding, transposed
         if targets is None:
             return logits
         if targets.shape != idx.shape:
             raise ValueError(f"targets must have idx's shape {tuple(idx.shape)}, got {tuple(targets.shape)}.")
-        return logits, F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
+        return logits, F.cross_entropy(logits.flatten(0, 1).float(), targets[:, logits_from:].flatten())
 
 
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import copy
 import math
-import sys
 
 import pytest
 import torch
@@ -12,22 +11,31 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from transformers.generation.logits_process import TopKLogitsWarper, TopPLogitsWarper
 
+import gpt2_course.fast as gpt2_course_fast
 from gpt2_course.config import GPT2Config
 from gpt2_course.data import EOT_TOKEN_ID, tiktoken_gpt2
 from gpt2_course.fast import (
+    FusedMLP,
+    FusedSelfAttention,
     Int8Linear,
+    PreallocatedKVCache,
     copy_bandwidth,
     decode_layout_,
-    interleaved_medians,
+    describe,
+    fuse_,
+    interleaved_times,
+    machine,
+    matvec_rates,
     quantize_int8,
+    row_layout_,
     to_bf16,
+    versions,
     weight_bytes_per_token,
 )
 from gpt2_course.generate import (
     KVCache,
     generate,
     generate_text,
-    next_logits,
     sample_next,
     stream,
     top_k_filter,
@@ -203,7 +211,7 @@ def test_layer_cache_update_returns_past_and_new():
 
 
 def test_preallocated_cache_returns_what_concatenation_does():
-    grow, fixed = KVCache(1).layers[0], KVCache(1, max_len=9).layers[0]
+    grow, fixed = KVCache(1).layers[0], PreallocatedKVCache(1, max_len=9).layers[0]
     for n in (5, 1, 1, 2):
         k, v = torch.randn(2, 3, n, 4), torch.randn(2, 3, n, 4)
         for got, expected in zip(fixed.update(k, v), grow.update(k, v), strict=True):
@@ -213,16 +221,60 @@ def test_preallocated_cache_returns_what_concatenation_does():
         fixed.update(torch.randn(2, 3, 1, 4), torch.randn(2, 3, 1, 4))
 
 
-def test_next_logits_equals_the_model_with_its_cache(model, prompt):
-    """The generation step (fused attention, last position only) against chapter 8's forward."""
-    ours, theirs = KVCache(model.config.n_layer, max_len=11), KVCache(model.config.n_layer)
+class Spy(torch.nn.Module):
+    """The model, recording every call generate makes to its forward and the logits it returns."""
+
+    def __init__(self, model: GPT2):
+        super().__init__()
+        self.model, self.config, self.calls = model, model.config, []
+
+    def forward(self, idx, cache=None, logits_from=0):
+        logits = self.model(idx, cache=cache, logits_from=logits_from)
+        self.calls.append((idx, logits))
+        return logits
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_generate_is_the_forward_pass(model, prompt, use_cache):
+    """Greedy generate, with and without the cache, against chapter 8's forward on the whole sequence:
+    each step's logits are the full forward's last row, and each token is their argmax."""
+    spy = Spy(model)
+    out = generate(spy, prompt, 12, temperature=0, use_cache=use_cache)
+    assert len(spy.calls) == 12
     with torch.no_grad():
-        for piece in (prompt, torch.tensor([[5]]), torch.tensor([[7, 9]]), torch.tensor([[11]])):
-            expected = model(piece, cache=theirs)[:, -1]
-            got = next_logits(model, piece, ours)
-            assert got.shape == (1, 50257)
-            assert (got - expected).abs().max() < 1e-4 * expected.abs().max()
-    assert ours.length == theirs.length == 11
+        for t, (fed, logits) in enumerate(spy.calls):
+            context = out[:, : prompt.size(1) + t]
+            assert torch.equal(fed, context if not use_cache or t == 0 else context[:, -1:])
+            expected = model(context)[:, -1]
+            assert logits.shape == (1, 1, 50257)  # the head ran on the last position only
+            assert (logits[:, -1] - expected).abs().max() < 1e-4 * expected.abs().max()
+            assert out[0, prompt.size(1) + t] == expected.argmax()
+
+
+def test_generate_follows_an_edited_block(model, prompt):
+    """A learner who changes a block sees generate change with it: there is no second forward."""
+    edited = copy.deepcopy(model)
+    edited.h[1].forward = lambda x, kv=None: x + edited.h[1].attn(edited.h[1].ln_1(x), kv)  # no MLP
+    with torch.no_grad():
+        x, expected = prompt, []
+        for _ in range(10):
+            token = edited(x)[:, -1].argmax(-1, keepdim=True)
+            expected.append(token)
+            x = torch.cat([x, token], dim=1)
+    ours = generate(edited, prompt, 10, temperature=0)
+    assert torch.equal(ours[:, 7:], torch.cat(expected, dim=1))
+    assert not torch.equal(ours, generate(model, prompt, 10, temperature=0))
+
+
+def test_a_given_cache_is_filled_and_checked(model, prompt):
+    cache = PreallocatedKVCache(model.config.n_layer, max_len=12)
+    out = generate(model, prompt, 5, temperature=0, cache=cache)
+    assert cache.length == 11  # the prompt and every new token but the last, which is not fed back
+    assert torch.equal(out, generate(model, prompt, 5, temperature=0))
+    with pytest.raises(ValueError, match="already holds 11 positions"):
+        generate(model, prompt, 5, cache=cache)
+    with pytest.raises(ValueError, match="use_cache=False"):
+        stream(model, prompt, 5, use_cache=False, cache=KVCache(model.config.n_layer))
 
 
 def test_prompt_ids_are_checked_once_with_a_clear_error(model):
@@ -351,11 +403,8 @@ def test_generate_text_decodes_what_was_generated(model):
     assert pieces == list(generate_text(model, "To be", 30, top_k=50, seed=8))
 
 
-def test_generate_text_never_splits_a_character(monkeypatch):
-    """A model that always says '😀' (two tokens, neither valid UTF-8 alone), then stops. It has no
-    blocks, so the loop's cached step calls it as a whole."""
-    module = sys.modules["gpt2_course.generate"]  # gpt2_course.generate is the function
-    monkeypatch.setattr(module, "next_logits", lambda model, idx, cache: model(idx, cache=cache)[:, -1])
+def test_generate_text_never_splits_a_character():
+    """A model that always says '😀' (two tokens, neither valid UTF-8 alone), then stops."""
     enc = tiktoken_gpt2()
     script = enc.encode_ordinary("😀") * 2 + [EOT_TOKEN_ID]
 
@@ -366,10 +415,11 @@ def test_generate_text_never_splits_a_character(monkeypatch):
             super().__init__()
             self.dummy = torch.nn.Parameter(torch.zeros(1))
 
-        def forward(self, idx, cache=None):
+        def forward(self, idx, cache=None, logits_from=0):
             seen = idx.size(1) + (cache.length if cache is not None else 0)
             logits = torch.full((1, idx.size(1), 50257), -1e9)
             logits[0, -1, script[seen - 1]] = 0.0  # the prompt is one token
+            logits = logits[:, logits_from:]
             if cache is not None:
                 for layer in cache.layers:
                     layer.update(torch.zeros(1, 1, idx.size(1), 1), torch.zeros(1, 1, idx.size(1), 1))
@@ -379,8 +429,15 @@ def test_generate_text_never_splits_a_character(monkeypatch):
     assert pieces == ["😀", "😀"]
 
 
+# ---- appendix A2: the machine, bytes per token, layouts, the fast path, bf16 and int8 weights -----
 
-# ---- appendix A2: bytes per token, bf16 and int8 weights ----------------------------------------
+def test_machine_is_read_from_the_machine():
+    m = machine()
+    assert m["threads"] == torch.get_num_threads() and m["torch"] == torch.__version__
+    assert m["cpu"] and set(m["capabilities"]) <= set(gpt2_course_fast.CAPABILITIES)
+    line = describe(m)
+    assert str(m["cpu"]) in line and f"{m['threads']} thread(s)" in line
+
 
 def test_weight_bytes_count_every_weight_but_the_position_table(model):
     n_params = sum(p.numel() for p in model.parameters())  # wte counted once: it is the head too
@@ -423,8 +480,11 @@ def test_decode_layout_changes_strides_not_values(model):
     again = decode_layout_(copy.deepcopy(fast))  # applying it twice moves nothing
     assert decode_layout_(fast) is fast
     assert all(q.stride() == r.stride() for q, r in zip(fast.parameters(), again.parameters(), strict=True))
-    bf16 = decode_layout_(to_bf16(model))
-    assert all(p.is_contiguous() for p in bf16.parameters())  # bf16 kernels want rows: left alone
+    rows = row_layout_(copy.deepcopy(fast))  # and back
+    assert all(p.is_contiguous() and torch.equal(p, q) for p, q in zip(rows.parameters(), model.parameters()))
+    bf16 = to_bf16(fast)
+    assert all(p.is_contiguous() for p in bf16.parameters())  # bf16 kernels want rows
+    assert all(p.is_contiguous() for p in decode_layout_(bf16).parameters())  # and decode_layout_ leaves them
 
 
 @pytest.mark.parametrize("kw", SETTINGS, ids=str)
@@ -441,8 +501,8 @@ def test_decode_layout_logits_equal_transformers(model, hf_twin, prompt):
     fast = decode_layout_(copy.deepcopy(model))
     with torch.no_grad():
         expected = hf_twin(prompt).logits[:, -1]
-        got = next_logits(fast, prompt, KVCache(model.config.n_layer, max_len=prompt.size(1)))
-    assert (got - expected).abs().max() < 1e-4 * expected.abs().max()
+        prefill = fast(prompt, cache=KVCache(model.config.n_layer), logits_from=-1)[:, -1]
+    assert (prefill - expected).abs().max() < 1e-4 * expected.abs().max()
 
 
 def test_int8_of_a_decode_layout_model(model, prompt):
@@ -452,15 +512,58 @@ def test_int8_of_a_decode_layout_model(model, prompt):
                        generate(quantize_int8(model), prompt, 8, temperature=0))
 
 
+def test_fused_modules_compute_what_chapters_6_and_7_do(model):
+    fused = fuse_(copy.deepcopy(model))
+    assert all(type(b.attn) is FusedSelfAttention and type(b.mlp) is FusedMLP for b in fused.h)
+    assert all(torch.equal(p, q) for p, q in zip(fused.parameters(), model.parameters(), strict=True))
+    idx = torch.randint(0, 50257, (2, 9), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        for cache in (None, KVCache(model.config.n_layer)):  # a whole sequence, and a prefill
+            expected = model(idx)
+            got = fused(idx, cache=cache)
+            assert (got - expected).abs().max() < 1e-4 * expected.abs().max()
+        step = fused(torch.tensor([[5], [6]]), cache=cache)  # one new token: no mask at all
+        expected = model(torch.cat([idx, torch.tensor([[5], [6]])], dim=1))[:, -1:]
+        assert (step - expected).abs().max() < 1e-4 * expected.abs().max()
+
+
+@pytest.mark.parametrize("kw", SETTINGS, ids=str)
+def test_the_fast_path_gives_identical_tokens(model, prompt, kw):
+    fast = fuse_(decode_layout_(copy.deepcopy(model)))
+    seeded = lambda: torch.Generator().manual_seed(5)
+    reference = generate(model, prompt, 30, use_cache=False, generator=seeded(), **kw)
+    cache = PreallocatedKVCache(model.config.n_layer, max_len=37)
+    assert torch.equal(generate(fast, prompt, 30, generator=seeded(), cache=cache, **kw), reference)
+
+
+def test_the_ladder_versions_agree_and_leave_the_model_alone(model, prompt):
+    before = [(p.clone(), p.stride()) for p in model.parameters()]
+    ladder = versions(model, prompt, 9)
+    assert list(ladder) == ["no cache", "KV cache (chapter 9)", "+ decode layout", "+ preallocated cache",
+                            "+ fused attention, GELU"]
+    outputs = [fn() for fn in ladder.values()]
+    assert all(torch.equal(out, outputs[0]) for out in outputs) and outputs[0].shape == (1, 16)
+    after = zip(model.parameters(), before, strict=True)
+    assert all(torch.equal(p, q) and p.stride() == stride for p, (q, stride) in after)
+
+
 def test_copy_bandwidth_counts_read_and_write():
     ticks = iter([10.0, 13.0])  # a fake clock: the three copies take 3 s together
     assert copy_bandwidth(nbytes=4096, repeats=3, clock=ticks.__next__) == 2 * 4096
 
 
-def test_interleaved_medians_take_turns():
+def test_interleaved_times_take_turns():
     calls = []
     clock = iter([0, 1, 1, 3, 3, 4, 4, 9, 9, 10, 10, 11]).__next__
-    medians = interleaved_medians({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
-                                  rounds=3, clock=clock)
+    times = interleaved_times({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
+                              rounds=3, clock=clock)
     assert calls == ["a", "b"] * 3
-    assert medians == {"a": 1, "b": 2}  # a: 1, 1, 1 s; b: 2, 5, 1 s
+    assert times == {"a": [1, 1, 1], "b": [2, 5, 1]}
+
+
+def test_matvec_rates_count_the_bytes_of_every_copy():
+    ticks = iter(range(0, 1000, 2)).__next__  # a fake clock: every timed call takes 2 s
+    rates = matvec_rates({"m": (6, 4)}, copies=3, rounds=2, clock=ticks)
+    assert rates == {"m": {"rows": [3 * 6 * 4 * 4 / 2 / 1e9] * 2, "columns": [3 * 6 * 4 * 4 / 2 / 1e9] * 2}}
+    bf16 = matvec_rates({"m": (6, 4)}, copies=1, rounds=1, dtype=torch.bfloat16, clock=ticks)
+    assert bf16["m"]["rows"] == [6 * 4 * 2 / 2 / 1e9]

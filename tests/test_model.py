@@ -243,3 +243,30 @@ def test_wrong_kind_of_input(small_model):
         small_model(torch.tensor([1, 2, 3]))
     with pytest.raises(ValueError, match="targets"):
         small_model(torch.tensor([[1, 2, 3]]), targets=torch.tensor([[2, 3]]))
+
+
+def test_logits_from_selects_positions_and_their_targets(small_model):
+    idx = torch.randint(0, 50257, (2, 8), generator=torch.Generator().manual_seed(5))
+    targets = torch.randint(0, 50257, (2, 8), generator=torch.Generator().manual_seed(6))
+    with torch.no_grad():
+        full = small_model(idx)
+        for start in (0, 3, -1, -8):
+            part = small_model(idx, logits_from=start)
+            assert part.shape == (2, 8 - start % 8, 50257)
+            assert torch.allclose(part, full[:, start:], atol=1e-5)
+        _, loss = small_model(idx, targets=targets, logits_from=5)
+        expected = F.cross_entropy(full[:, 5:].flatten(0, 1), targets[:, 5:].flatten())
+    assert abs(loss.item() - expected.item()) < 1e-5
+    for bad in (8, -9, 1.5):
+        with pytest.raises(ValueError, match=r"logits_from must be an index into the 8 positions, -8\.\.7"):
+            small_model(idx, logits_from=bad)
+
+
+def test_load_model_stores_the_decode_layout_and_the_file_values(tmp_path):
+    hf, ours = both(tmp_path, n_layer=2, n_head=4, n_embd=64, n_ctx=32)
+    state = {k.removeprefix("transformer."): v for k, v in hf.state_dict().items()}
+    for name, p in ours.named_parameters():
+        conv1d = name.startswith("h.") and name.endswith("weight") and ".c_" in name  # stored [in, out]
+        assert torch.equal(p, state[name].T if conv1d else state[name]), name
+        by_columns = p.dim() == 2 and p.size(0) >= p.size(1) and name != "wpe.weight"
+        assert p.t().is_contiguous() if by_columns else p.is_contiguous(), name
