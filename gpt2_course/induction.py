@@ -17,7 +17,6 @@ from gpt2_course.attention import attention, attention_weights
 from gpt2_course.config import GPT2Config
 from gpt2_course.heads import CausalSelfAttention, attention_maps
 from gpt2_course.masking import causal_mask
-from gpt2_course.model import GPT2
 
 
 
@@ -43,6 +42,37 @@ def repeated_tokens(n: int, n_ctx: int, vocab_size: int, min_period: int, max_pe
 
 
 
+def check_ids(idx: torch.Tensor, config: GPT2Config) -> None:
+    """Refuse input the model cannot read, saying what to do instead: anything but integer token
+    ids [batch, time], an empty sequence, more than config.n_ctx tokens, an id outside the vocabulary.
+
+    The same rules and advice as chapter 8's GPT-2. Example: `check_ids(torch.tensor([[3, 5]]),
+    config)` passes; `check_ids(torch.tensor([3, 5]), config)` (no batch axis) raises ValueError.
+    """
+    if not isinstance(idx, torch.Tensor) or idx.dtype not in (torch.int64, torch.int32):
+        got = f"a tensor of {idx.dtype}" if isinstance(idx, torch.Tensor) else type(idx).__name__
+        raise TypeError(f"idx must be a tensor of token ids, e.g. torch.tensor([[3, 5]]); got {got}.")
+    if idx.ndim != 2:
+        raise ValueError(f"idx must be [batch, time], got {tuple(idx.shape)}; idx[None] adds a batch axis.")
+    if idx.size(1) == 0:
+        raise ValueError("idx is an empty sequence: give the model at least one token.")
+    if idx.size(1) > config.n_ctx:
+        raise ValueError(f"sequence of {idx.size(1)} tokens is longer than the model's context "
+                         f"n_ctx = {config.n_ctx}; crop it to the last {config.n_ctx} tokens.")
+    low, high = idx.min().item(), idx.max().item()
+    if low < 0 or high >= config.vocab_size:
+        raise ValueError(f"token id {low if low < 0 else high} is out of range: ids must lie in "
+                         f"0..{config.vocab_size - 1} (vocab_size = {config.vocab_size}).")
+
+
+def _init_weights(module: nn.Module) -> None:
+    """Chapter 8's initialisation of one module: N(0, 0.02) weights, zero biases (LayerNorm keeps 1, 0)."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, mean=0.0, std=0.02)
+    if isinstance(module, nn.Linear) and module.bias is not None:
+        nn.init.zeros_(module.bias)
+
+
 class AttnOnlyBlock(nn.Module):
     """Chapter 8's block without its MLP: x + attn(ln_1(x))."""
 
@@ -59,6 +89,7 @@ class AttnOnly(nn.Module):
     """GPT-2 with attention-only blocks and an output head of its own (`lm_head`, not tied to wte).
 
     Module names follow GPT-2's (wte, wpe, h.N.attn, ln_f), so chapter 6's attention_maps reads it.
+    Every weight starts at N(0, 0.02), c_proj's too: chapter 8's smaller c_proj is not applied.
     """
 
     def __init__(self, config: GPT2Config):
@@ -68,13 +99,13 @@ class AttnOnly(nn.Module):
         self.wpe = nn.Embedding(config.n_ctx, config.n_embd)
         self.h = nn.ModuleList(AttnOnlyBlock(config) for _ in range(config.n_layer))
         self.ln_f = nn.LayerNorm(config.n_embd, eps=config.layer_norm_epsilon)
-        self.apply(GPT2._init_weights)  # GPT-2's initialisation: N(0, 0.02) weights, zero biases
+        self.apply(_init_weights)
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
-        nn.init.normal_(self.lm_head.weight, mean=0.0, std=0.02)
+        _init_weights(self.lm_head)
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         """idx [B, T] -> logits [B, T, vocab_size]."""
-        GPT2._check_input(self, idx, past=0)  # GPT-2's checks and messages: ids, shape, length
+        check_ids(idx, self.config)
         x = self.wte(idx) + self.wpe(torch.arange(idx.size(1), device=idx.device))  # [B, T, C]
         for block in self.h:
             x = block(x)
@@ -189,9 +220,12 @@ def transition_step(history: History, threshold: float) -> int | None:
 
 
 @contextlib.contextmanager
-def ablate_heads(model: nn.Module, heads: Iterable[tuple[int, int]]) -> Iterator[None]:
-    """Inside the `with` block, the (layer, head) pairs write nothing: their channels of c_proj's
-    input (the concatenated head outputs of chapter 6) are set to zero. Works on GPT2 and AttnOnly.
+def ablate_heads(model: nn.Module, heads: Iterable[tuple[int, int]],
+                 mean_over: torch.Tensor | None = None) -> Iterator[None]:
+    """Inside the `with` block, the (layer, head) pairs write nothing of their own: their channels of
+    c_proj's input (the concatenated head outputs of chapter 6) are set to zero, or, given token ids
+    mean_over [n, T], to those channels' mean over its rows and positions in the intact model
+    (mean-ablation). Works on GPT2 and AttnOnly.
 
     Example: `with ablate_heads(model, [(0, 0)]): copy_losses(model, probe, period)`.
     """
@@ -203,17 +237,31 @@ def ablate_heads(model: nn.Module, heads: Iterable[tuple[int, int]]) -> Iterator
             raise ValueError(f"no head ({layer}, {head}): layers are 0..{n_layer - 1}, "
                              f"heads 0..{n_head - 1}.")
         by_layer.setdefault(layer, []).append(head)
+    c_projs = {layer: model.h[layer].attn.c_proj for layer in by_layer}
+    fill: dict[int, torch.Tensor | float] = dict.fromkeys(by_layer, 0.0)
+    if mean_over is not None:  # one intact pass to record each channel's mean input to c_proj
+        def record(layer: int):
+            def hook(_module: nn.Module, args: tuple[torch.Tensor, ...]) -> None:
+                fill[layer] = args[0].mean((0, 1))  # [n_head * d]
+            return hook
+        hooks = [c_projs[layer].register_forward_pre_hook(record(layer)) for layer in by_layer]
+        try:
+            with torch.no_grad():
+                model(mean_over)
+        finally:
+            for hook in hooks:
+                hook.remove()
 
-    def silence(silenced: list[int]):
+    def silence(layer: int):
         def hook(_module: nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
             y = args[0].clone()  # [B, T, n_head * d], before c_proj mixes the heads
-            for h in silenced:
-                y[..., h * d:(h + 1) * d] = 0
+            value = fill[layer]
+            for h in by_layer[layer]:
+                y[..., h * d:(h + 1) * d] = value if isinstance(value, float) else value[h * d:(h + 1) * d]
             return (y, *args[1:])
         return hook
 
-    c_projs = {layer: model.h[layer].attn.c_proj for layer in by_layer}
-    hooks = [c_projs[layer].register_forward_pre_hook(silence(hs)) for layer, hs in by_layer.items()]
+    hooks = [c_projs[layer].register_forward_pre_hook(silence(layer)) for layer in by_layer]
     try:
         yield
     finally:
@@ -291,7 +339,7 @@ def copy_rule(windows: np.ndarray | torch.Tensor) -> tuple[torch.Tensor, torch.T
 
 # The public names of the `#| export` cells above, generated by tools/export.py.
 __all__ = [
-    "repeated_tokens", "AttnOnlyBlock", "AttnOnly", "previous_token_scores", "prefix_matching_scores",
-    "head_scores", "copy_losses", "History", "train_attn_only", "transition_step", "ablate_heads",
-    "head_write", "composition_maps", "copy_rule",
+    "repeated_tokens", "check_ids", "AttnOnlyBlock", "AttnOnly", "previous_token_scores",
+    "prefix_matching_scores", "head_scores", "copy_losses", "History", "train_attn_only",
+    "transition_step", "ablate_heads", "head_write", "composition_maps", "copy_rule",
 ]

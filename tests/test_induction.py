@@ -15,6 +15,7 @@ from gpt2_course.induction import (
     AttnOnly,
     History,
     ablate_heads,
+    check_ids,
     composition_maps,
     copy_losses,
     copy_rule,
@@ -69,6 +70,32 @@ def test_attn_only_has_no_mlp_and_its_own_head() -> None:
         model(torch.tensor([[CONFIG.vocab_size]]))
     with pytest.raises(ValueError, match="longer than the model's context"):
         model(torch.zeros(1, CONFIG.n_ctx + 1, dtype=torch.long))
+
+
+@pytest.mark.parametrize(("idx", "error", "match"), [
+    (torch.tensor([3, 5]), ValueError, r"\[batch, time\], got \(2,\); idx\[None\]"),
+    (torch.zeros(1, 0, dtype=torch.long), ValueError, "empty sequence"),
+    (torch.tensor([[1.0, 2.0]]), TypeError, "tensor of torch.float32"),
+    ([[1, 2]], TypeError, "got list"),
+    (torch.tensor([[-1]]), ValueError, "token id -1 is out of range"),
+    (torch.zeros(1, 13, dtype=torch.long), ValueError, "13 tokens is longer than the model's context"),
+])
+def test_attn_only_refuses_what_it_cannot_read(idx: object, error: type, match: str) -> None:
+    with pytest.raises(error, match=match):
+        AttnOnly(CONFIG)(idx)
+    with pytest.raises(error, match=match):
+        check_ids(idx, CONFIG)
+
+
+def test_attn_only_starts_from_gpt2_s_initialisation_without_the_c_proj_rescale() -> None:
+    torch.manual_seed(0)
+    model = AttnOnly(GPT2Config(vocab_size=500, n_ctx=64, n_embd=64, n_layer=2, n_head=2))
+    for name, p in model.named_parameters():
+        if name.endswith("bias") or name.startswith(("ln", "h.0.ln", "h.1.ln")):
+            continue
+        assert abs(p.std().item() - 0.02) < 0.002, name  # c_proj too: 0.02, not 0.02 / sqrt(2 * n_layer)
+    biases = [b for name, b in model.named_parameters() if name.endswith("attn.c_attn.bias")]
+    assert biases and all(torch.count_nonzero(b) == 0 for b in biases)
 
 
 def ideal_maps(T: int, period: int) -> torch.Tensor:
@@ -161,6 +188,28 @@ def test_ablate_heads_equals_zeroing_c_proj_columns_and_is_undone() -> None:
     assert torch.allclose(ablated, zeroed(x), atol=1e-5)
     assert not torch.allclose(ablated, before, atol=1e-3)
     assert torch.equal(model(x), before)  # the hooks are gone after the block
+
+
+def test_mean_ablation_fills_the_head_s_channels_with_their_mean_over_the_tokens() -> None:
+    model = small_model()
+    x = torch.randint(CONFIG.vocab_size, (2, 9), generator=torch.Generator().manual_seed(0))
+    other = torch.randint(CONFIG.vocab_size, (3, 7), generator=torch.Generator().manual_seed(1))
+    d = CONFIG.n_embd // CONFIG.n_head
+    seen = {}
+    hook = model.h[1].attn.c_proj.register_forward_pre_hook(lambda _m, a: seen.__setitem__("y", a[0]))
+    model(other)
+    hook.remove()
+    mean = seen["y"][..., d:].mean((0, 1))  # head 1 of layer 1, over the other tokens' rows and positions
+    with torch.no_grad():
+        shifted = small_model()  # head 1's output replaced by its mean: c_proj's bias takes its share
+        c_proj = shifted.h[1].attn.c_proj
+        c_proj.bias += c_proj.weight[:, d:] @ mean
+        c_proj.weight[:, d:] = 0
+    before = model(x)
+    with ablate_heads(model, [(1, 1)], mean_over=other):
+        ablated = model(x)
+    assert torch.allclose(ablated, shifted(x), atol=1e-5)
+    assert torch.equal(model(x), before)
 
 
 def test_ablating_every_head_leaves_each_position_alone() -> None:
