@@ -119,8 +119,9 @@ def decode_layout_(model: nn.Module) -> nn.Module:
 
     Batch-1 decoding multiplies every matrix by one vector, and PyTorch's float32 matrix-vector
     kernels on x86 (MKL) stream long contiguous runs fastest (benchmarks/generate_steps.py records
-    it; its bf16 kernels want rows, so other dtypes are left alone). Values, shapes and names stay;
-    only strides change. The position table wpe, of which a step reads one row, keeps its layout."""
+    it; its bf16 kernel showed no such preference, so other dtypes are left alone). Values, shapes
+    and names stay; only strides change. The position table wpe, of which a step reads one row,
+    keeps its layout."""
     for name, p in model.named_parameters():
         wide = p.dim() == 2 and p.size(0) >= p.size(1)
         if wide and p.dtype == torch.float32 and not name.startswith("wpe"):
@@ -248,7 +249,7 @@ def quantize_int8(model: GPT2) -> GPT2:
 
 
 def to_bf16(model: GPT2) -> GPT2:
-    """A copy of model with every parameter in bfloat16, stored by rows (PyTorch's bf16 kernels want them)."""
+    """A copy of model with every parameter in bfloat16, stored by rows, as nn.Linear creates them."""
     return row_layout_(copy.deepcopy(model).to(torch.bfloat16))
 
 
