@@ -194,7 +194,7 @@ def load_model(name_or_path: str | os.PathLike) -> GPT2:
     with torch.device("meta"):  # no time spent on a random init that is overwritten right away
         model = GPT2(config)
     model.load_state_dict(state, assign=True)
-    return decode_layout_(model).eval()  # same values, faster to generate from (appendix A2)
+    return decode_layout_(model).eval()  # same values, other strides (appendix A2)
 
 
 
