@@ -9,7 +9,6 @@ import math
 import os
 import random
 import re
-import statistics
 import subprocess
 import sys
 import time
@@ -377,6 +376,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--nproc", type=int, default=1, help="processes to start on this machine (torchrun)")
     parser.add_argument("--time-allreduce", action="store_true",
                         help="instead of training, time a step with and without the gradient all-reduce")
+    parser.add_argument("--until", type=int, default=None,
+                        help="stop after this step with a checkpoint; the same command without it continues")
     return parser
 
 
@@ -395,22 +396,30 @@ def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     c = _config(args)
     c.model_config()  # fail fast on an impossible shape
+    if args.until is not None and not 1 <= args.until <= c.steps:
+        raise ValueError(f"--until {args.until}: give a step from 1 to --steps ({c.steps})")
     if args.nproc > 1:  # start torchrun, which runs this function in each of its processes
-        sys.exit(launch(c, args.nproc, ["--time-allreduce"] if args.time_allreduce else []))
+        extra = ["--time-allreduce"] if args.time_allreduce else []
+        extra += ["--until", str(args.until)] if args.until is not None else []
+        sys.exit(launch(c, args.nproc, extra))
     with process_group(c):
         rank, world = ranks()
         if args.time_allreduce:
             times = time_allreduce(c)
-            if rank == 0:
-                print(json.dumps({name: round(seconds * 1000, 2) for name, seconds in times.items()}))
+            if rank == 0:  # milliseconds, one number per round
+                print(json.dumps({name: [round(s * 1000, 2) for s in t] for name, t in times.items()}))
             return
         if rank == 0 and world > 1:
             print(f"{world} processes ({dist.get_backend()}), {c.batch_size} windows per step: "
                   f"{c.batch_size // world} per process in {c.grad_accum} micro-batch(es)", flush=True)
-        _, history = train(c)
+        _, history = train(c, until=args.until)
     if rank == 0:
         print(json.dumps(history[-1]))
-        print(f"weights written to {Path(c.out_dir) / 'model'}")
+        if history[-1]["step"] < c.steps:
+            print(f"stopped after step {history[-1]['step']} of {c.steps}: the same command without --until "
+                  f"continues from {Path(c.out_dir) / 'ckpt.pt'}")
+        else:
+            print(f"weights written to {Path(c.out_dir) / 'model'}")
 
 
 
@@ -469,10 +478,11 @@ def launch(c: TrainConfig, nproc: int, extra: list[str]) -> int:
     return subprocess.run([*run, "-m", "gpt2_course.train", *config_flags(c), *extra]).returncode
 
 
-def time_allreduce(c: TrainConfig, repeats: int = 10) -> dict[str, float]:
-    """Median seconds, over `repeats` rounds after one to warm up, of a training step as `train`
+def time_allreduce(c: TrainConfig, repeats: int = 10) -> dict[str, list[float]]:
+    """Seconds, in each of `repeats` rounds after one to warm up, of a training step as `train`
     takes it, of the same step without the gradients' all-reduce (DDP's `no_sync`: each process
-    keeps its own gradient), and of the all-reduce alone, on a buffer the size of the gradients."""
+    keeps its own gradient), and of the all-reduce alone, on a buffer the size of the gradients.
+    Every round is returned, so that a reader sees the spread, not just a middle."""
     rank, world = ranks()
     if world == 1:
         raise ValueError("--time-allreduce times the exchange between processes: give --nproc 2 or more")
@@ -504,7 +514,7 @@ def time_allreduce(c: TrainConfig, repeats: int = 10) -> dict[str, float]:
             if device.type == "cuda":
                 torch.cuda.synchronize()
             times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t[1:]) for name, t in times.items()}
+    return {name: t[1:] for name, t in times.items()}
 
 
 if __name__ == "__main__" and "ipykernel" not in sys.modules:  # `python -m` (torchrun), not the notebook

@@ -255,5 +255,32 @@ def test_nproc_starts_torchrun_on_this_module_with_the_same_flags(monkeypatch, t
     assert cmd[6] == "gpt2_course.train" and train_module.parse_config(cmd[7:]) == c
 
 
+def test_until_stops_with_a_checkpoint_that_the_same_command_continues(monkeypatch, tmp_path, capsys):
+    quick(monkeypatch)
+    flags = config_flags(replace(CLI_RUN, out_dir=str(tmp_path / "cut")))
+    train_module.main([*flags, "--until", "2"])
+    assert "stopped after step 2 of 4" in capsys.readouterr().out
+    assert not (tmp_path / "cut" / "model").exists()  # no weights before the last step
+    train_module.main(flags)
+    train(replace(CLI_RUN, out_dir=str(tmp_path / "straight")), progress=False)
+    assert_same_run(tmp_path / "cut", tmp_path / "straight", exact=True)
+
+
+@pytest.mark.parametrize("until", [0, 5])
+def test_until_outside_the_run_is_refused(until, tmp_path):
+    with pytest.raises(ValueError, match=r"--until .*: give a step from 1 to --steps \(4\)"):
+        train_module.main([*config_flags(replace(CLI_RUN, out_dir=str(tmp_path))), "--until", str(until)])
+
+
+def test_nproc_passes_until_and_time_allreduce_on_to_torchrun(monkeypatch, tmp_path):
+    seen = []
+    monkeypatch.setattr(train_module.subprocess, "run", lambda cmd, **k: seen.append(cmd) or
+                        subprocess.CompletedProcess(cmd, 0))
+    for extra in (["--until", "3"], ["--time-allreduce"]):
+        with pytest.raises(SystemExit):
+            train_module.main(["--nproc", "2", *config_flags(replace(TINY, out_dir=str(tmp_path))), *extra])
+        assert seen[-1][-len(extra):] == extra
+
+
 if __name__ == "__main__":  # run by torchrun, from the fixture `runs`
     worker(Path(sys.argv[1]))
