@@ -5,9 +5,6 @@ a classification head on the last hidden state, and fine-tuning the pocket GPT-2
 from __future__ import annotations
 
 import argparse
-import hashlib
-import inspect
-import json
 import re
 import sys
 from dataclasses import asdict, dataclass
@@ -18,6 +15,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from gpt2_course.data import EOT_TOKEN_ID, load_play, split_plays, tiktoken_gpt2
+from gpt2_course.fingerprint import load_results as load_fingerprinted
+from gpt2_course.fingerprint import fingerprint, save_results
 from gpt2_course.generate import generate
 from gpt2_course.loading import POCKET_DIR, load_model
 from gpt2_course.model import GPT2
@@ -297,7 +296,7 @@ def run_finetunes(c: FinetuneConfig) -> dict:
     shuffled = [train[i] for i in torch.randperm(len(train), generator=torch.Generator().manual_seed(c.seed))]
     labels = _labels(val)
     pocket = load_model("pocket")
-    results = {"config": asdict(c), "fingerprint": fingerprint(c), "n_train": len(train), "n_val": len(val),
+    results = {"n_train": len(train), "n_val": len(val),
                "majority": round(max(labels.float().mean().item(), 1 - labels.float().mean().item()), 4),
                "zero-shot greedy": round(greedy_accuracy(pocket, val), 4), "sizes": HEAD_SIZES}
     results["head only"] = {name: head_only_curve(body, shuffled, val, HEAD_SIZES)
@@ -321,40 +320,23 @@ def run_finetunes(c: FinetuneConfig) -> dict:
 
 
 RESULTS = Path("chapters/results/11_finetune.json")  # from the repository root; the chapter reads it
+REMAKE = f"python -m gpt2_course.finetune --out {RESULTS}"
 
 
-_RESULT_CODE = (encode_example, masked_targets, collate, hidden_states, answer_loss, line_form, passages,
-                task_splits, as_text, last_hidden, SequenceClassifier, prompt_batch, features, answer_scores,
-                accuracy, fit_head, finetune, text_loss, classifier_loss, greedy_accuracy, greedy_samples,
-                head_only_curve, random_body, run_finetunes)
-
-
-
-def fingerprint(c: FinetuneConfig) -> str:
-    """sha256 of everything the results depend on: the config, the task's passages, the pocket
-    model's weights and the source of the functions that ran."""
-    h = hashlib.sha256(json.dumps([asdict(c), QUESTION, FORMS, HEAD_SIZES, IGNORE], sort_keys=True).encode())
-    for p in sum(task_splits(), []):
-        h.update(f"{p.play}\t{p.label}\t{p.text}\n".encode())
-    h.update((POCKET_DIR / "model.safetensors").read_bytes())
-    for f in _RESULT_CODE:
-        h.update(inspect.getsource(f).encode())
-    return h.hexdigest()
-
+def result_inputs(c: FinetuneConfig) -> tuple[dict, list]:
+    """What the results depend on besides the code that ran: the settings, the task's passages and
+    the pocket model's weights (gpt2_course.fingerprint adds every package module the run imported
+    and torch's version)."""
+    config = {"finetune": asdict(c), "question": QUESTION, "forms": FORMS, "sizes": HEAD_SIZES,
+              "ignore": IGNORE}
+    text = "".join(f"{p.play}\t{p.label}\t{p.text}\n" for p in sum(task_splits(), []))
+    return config, [text, POCKET_DIR / "model.safetensors"]
 
 
 def load_results(path: str | Path) -> dict:
-    """The stored results of run_finetunes, after checking that today's code, data, weights and
-    default FinetuneConfig would make them; else an error that says how to remake them."""
-    results = json.loads(Path(path).read_text(encoding="utf-8"))
-    c = FinetuneConfig()
-    if results["config"] != asdict(c) or results["fingerprint"] != fingerprint(c):
-        raise ValueError(
-            f"{path} was made by other code, data, weights or settings than this checkout's. Remake it "
-            f"from the repository root: python -m gpt2_course.finetune --out {RESULTS}"
-        )
-    return results
-
+    """The stored results of run_finetunes, if this checkout would make them again; else an error
+    that names what changed and how to remake them."""
+    return load_fingerprinted(path, *result_inputs(FinetuneConfig()), remake=REMAKE)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -362,9 +344,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m gpt2_course.finetune", description=run_finetunes.__doc__)
     parser.add_argument("--out", type=Path, default=RESULTS)
     out = parser.parse_args(argv).out
-    results = run_finetunes(FinetuneConfig())
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    c = FinetuneConfig()
+    started = fingerprint(*result_inputs(c))
+    results = run_finetunes(c)
+    save_results(out, results, *result_inputs(c), started=started)  # every module the run imported
     print({name: curve[-1] for name, curve in results["runs"].items()}, results["head only"], file=sys.stderr)
 
 

@@ -2,6 +2,7 @@
 # Edit the notebook's `#| export` cells, then run `make export`.
 """Stored results that name what made them: a fingerprint of every package module that ran, the
 config, the data and torch's version, written with the results and checked before they are read.
+A module counts by its code: comments and docstrings can change without making results stale.
 
 >>> save_results("out.json", {"acc": 0.9}, config={"steps": 80}, data=[b"the passages"])
 >>> load_results("out.json", config={"steps": 80}, data=[b"the passages"], remake="python -m ...")["acc"]
@@ -9,6 +10,7 @@ config, the data and torch's version, written with the results and checked befor
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.util
 import json
@@ -33,11 +35,27 @@ def modules_that_ran() -> list[str]:
 
 
 
+def _code_sha(source: str) -> str:
+    """sha256 of the module's syntax tree without docstrings: what runs, not how it is explained.
+
+    >>> _code_sha("x = 1  # one") == _code_sha("x = 1"), _code_sha("x = 1") == _code_sha("x = 2")
+    (True, False)
+    """
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()
+
+
 def _source_sha(module: str) -> str:
     spec = importlib.util.find_spec(module)
     if spec is None or spec.origin is None or not Path(spec.origin).is_file():
         return "missing"
-    return hashlib.sha256(Path(spec.origin).read_bytes()).hexdigest()
+    return _code_sha(Path(spec.origin).read_text(encoding="utf-8"))
 
 
 
@@ -64,10 +82,17 @@ def what_changed(stored: dict, config: dict, data: list[bytes | str | Path]) -> 
 
 
 
-def save_results(path: str | Path, results: dict, config: dict, data: list[bytes | str | Path]) -> None:
-    """Write results as JSON with the fingerprint of what made them (call it after the run, so that
-    every module the run imported is in it)."""
-    out = {"fingerprint": fingerprint(config, data), "config": config, **results}
+def save_results(path: str | Path, results: dict, config: dict, data: list[bytes | str | Path],
+                 started: dict | None = None) -> None:
+    """Write results as JSON with the fingerprint of what made them. Call it after the run, so that
+    every module the run imported is in it; `started`, the fingerprint taken before the run, makes
+    it refuse to write if a module's code changed on disk while the run was going."""
+    now = fingerprint(config, data)
+    moved = [m for m in (started or {}).get("modules", {}) if started["modules"][m] != now["modules"].get(m)]
+    if moved:
+        raise RuntimeError(f"the code of {', '.join(moved)} changed while the run was going: its results may "
+                           "come from either version. Run it again.")
+    out = {"fingerprint": now, "config": config, **results}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
 

@@ -3,7 +3,6 @@ fine-tuning, and the stored results' check."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 
 import pytest
 import torch
@@ -11,6 +10,7 @@ import torch
 import gpt2_course.finetune as ft
 from gpt2_course.config import GPT2Config
 from gpt2_course.data import EOT_TOKEN_ID, VALIDATION_PLAYS, tiktoken_gpt2
+from gpt2_course.fingerprint import save_results
 from gpt2_course.model import GPT2
 
 
@@ -116,9 +116,19 @@ def test_finetune_lowers_the_loss_and_records_a_curve(tiny, splits):
 
 
 def test_load_results_refuses_stale_results(tmp_path):
+    """Results made with other settings, or by a module whose source has changed since, are refused
+    with the part that changed and the command that remakes them."""
+    config, data = ft.result_inputs(ft.FinetuneConfig())
     path = tmp_path / "results.json"
-    path.write_text(json.dumps({"config": {**asdict(ft.FinetuneConfig()), "steps": 1}, "fingerprint": "0"}))
-    with pytest.raises(ValueError, match="python -m gpt2_course.finetune"):
+    save_results(path, {"n_val": 1}, {**config, "finetune": {**config["finetune"], "steps": 1}}, data)
+    with pytest.raises(ValueError, match="another config .*python -m gpt2_course.finetune"):
+        ft.load_results(path)
+    save_results(path, {"n_val": 1}, config, data)
+    assert ft.load_results(path)["n_val"] == 1
+    stored = json.loads(path.read_text())
+    stored["fingerprint"]["modules"]["gpt2_course.model"] = "0" * 64  # as if model.py had been edited since
+    path.write_text(json.dumps(stored))
+    with pytest.raises(ValueError, match="module gpt2_course.model"):
         ft.load_results(path)
 
 

@@ -42,3 +42,21 @@ def test_results_round_trip_and_refuse_what_changed(tmp_path):
         load_results(path, {"steps": 3}, data, "make it")
     with pytest.raises(FileNotFoundError, match="make it"):
         load_results(tmp_path / "none.json", {}, [], "make it")
+
+
+def test_a_module_counts_by_its_code_not_its_comments_or_docstrings():
+    from gpt2_course.fingerprint import _code_sha
+    plain = "x = 1\n\ndef f(a):\n    return a + x\n"
+    explained = '"""A module."""\nx = 1  # one\n\ndef f(a):\n    """Add x."""\n    return a + x  # sum\n'
+    assert _code_sha(plain) == _code_sha(explained)
+    assert _code_sha(plain) != _code_sha(plain.replace("a + x", "a - x"))
+    assert _code_sha("def f():\n    'only a docstring'\n") == _code_sha("def f():\n    pass\n")
+
+
+def test_results_are_not_written_if_the_code_changed_during_the_run(tmp_path):
+    started = fingerprint({"steps": 3}, [b"passages"])
+    moved = {**started, "modules": {**started["modules"], "gpt2_course.model": "0" * 64}}
+    with pytest.raises(RuntimeError, match="gpt2_course.model changed while the run was going"):
+        save_results(tmp_path / "r.json", {"acc": 0.9}, {"steps": 3}, [b"passages"], started=moved)
+    assert not (tmp_path / "r.json").exists()
+    save_results(tmp_path / "r.json", {"acc": 0.9}, {"steps": 3}, [b"passages"], started=started)
