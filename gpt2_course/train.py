@@ -449,8 +449,12 @@ def process_group(c: TrainConfig) -> Iterator[None]:
         return
     check_split(c, int(os.environ["WORLD_SIZE"]))  # before waiting for the other processes
     backend = resolve_backend(c.backend)
-    if torch.cuda.is_available():
-        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))  # one GPU per process
+    if torch.cuda.is_available():  # one GPU per process
+        local, gpus = int(os.environ["LOCAL_RANK"]), torch.cuda.device_count()
+        if local >= gpus:
+            raise ValueError(f"torchrun started process {local} on a machine with {gpus} GPU(s), "
+                             f"one per process: give --nproc-per-node {gpus} or fewer")
+        torch.cuda.set_device(local)
     dist.init_process_group(backend, timeout=timedelta(seconds=c.dist_timeout))  # never wait forever
     try:
         yield

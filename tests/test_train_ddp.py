@@ -242,6 +242,21 @@ def test_under_torchrun_a_bad_split_fails_before_joining(monkeypatch):
     assert not joined
 
 
+def test_more_processes_than_gpus_is_refused_before_joining(monkeypatch):
+    """On one GPU, torchrun's second process would fail deep in CUDA ("invalid device ordinal"), or
+    NCCL would refuse two processes on one device; say what to change instead (seen on an H100)."""
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(train_module.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(train_module.torch.cuda, "device_count", lambda: 1)
+    joined = []
+    monkeypatch.setattr(train_module.dist, "init_process_group", lambda *a, **k: joined.append(a))
+    with pytest.raises(ValueError, match="process 1 on a machine with 1 GPU.*--nproc-per-node 1 or fewer"):
+        with process_group(replace(TINY, backend="gloo")):
+            pass
+    assert not joined
+
+
 def test_nproc_starts_torchrun_on_this_module_with_the_same_flags(monkeypatch, tmp_path):
     seen = []
     monkeypatch.setattr(train_module.subprocess, "run", lambda cmd, **k: seen.append(cmd) or
