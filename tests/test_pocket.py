@@ -154,7 +154,7 @@ def test_dropout_hooks_act_in_training_only():
 @pytest.mark.parametrize("flags, expected", [([], False), (["--compile"], True), (["--no-compile"], False)])
 def test_train_cli_boolean_flags(flags, expected, monkeypatch, tmp_path):
     seen = []
-    monkeypatch.setattr(train_module, "train", lambda c: (seen.append(c), (None, [{"step": 0}]))[1])
+    monkeypatch.setattr(train_module, "train", lambda c, **kw: (seen.append(c), (None, [{"step": 0}]))[1])
     train_module.main([*flags, "--dropout", "0.2", "--out-dir", str(tmp_path)])
     assert seen[0].compile is expected and seen[0].dropout == 0.2
 
