@@ -119,7 +119,7 @@ def decode_layout_(model: nn.Module) -> nn.Module:
 
     Batch-1 decoding multiplies every matrix by one vector, and PyTorch's float32 matrix-vector
     kernels on x86 (MKL) stream long contiguous runs fastest (benchmarks/generate_steps.py records
-    it; its bf16 kernel showed no such preference, so other dtypes are left alone). Values, shapes
+    it; the bf16 head read slightly faster by rows there, so other dtypes are left alone). Values, shapes
     and names stay; only strides change. The position table wpe, of which a step reads one row,
     keeps its layout."""
     for name, p in model.named_parameters():
