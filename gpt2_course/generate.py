@@ -134,6 +134,7 @@ def _cache(model: nn.Module, use_cache: bool, cache: KVCache | None) -> KVCache 
     return cache
 
 
+
 @torch.no_grad()
 def _steps(model, idx, max_new_tokens, temperature, top_k, top_p, cache, generator, eos_token_id):
     done = torch.zeros(idx.size(0), dtype=torch.bool, device=idx.device)
