@@ -94,8 +94,9 @@ def format_breakdown(config: GPT2Config) -> str:
 
 
 
-# The names OpenAI's repository gives the four checkpoints since August 2019, in millions
-# (openai/gpt-2: README.md, DEVELOPERS.md), and the sizes the GPT-2 paper's Table 2 gave them.
+# The names OpenAI's repository gives the four checkpoints, in millions: openai/gpt-2's DEVELOPERS.md
+# downloads 124M, 355M and 774M from commit f35fa1d (2019-08-20) on, and 1558M from fbae7db
+# (2019-11-05) on. And the sizes the GPT-2 paper's Table 2 gave them.
 RENAMED_MILLIONS = {"gpt2": 124, "gpt2-medium": 355, "gpt2-large": 774, "gpt2-xl": 1558}
 TABLE2_MILLIONS = {"gpt2": 117, "gpt2-medium": 345, "gpt2-large": 762, "gpt2-xl": 1542}
 
