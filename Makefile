@@ -29,7 +29,8 @@ help:
 
 # $(PYTHON) must lie in requires-python and have ensurepip (Debian: python3-venv), else
 # tools/check_python_range.py says which Pythons work and how to pick one; a .venv without pip (made
-# without ensurepip) is rebuilt. torch first, pinned: any other spec can pull a multi-GB CUDA build.
+# without ensurepip) is rebuilt. torch first, pinned; if .venv already holds it (the CPU build, as
+# book/running.md tells Linux learners to install first), pip installs nothing more.
 # pip byte-compiles one file at a time (half the install); compileall -j 0 does it on every core. Its
 # exit status is ignored, as pip ignores it: a few packages ship test files in other Python dialects
 # that never compile.
