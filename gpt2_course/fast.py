@@ -117,10 +117,11 @@ def decode_layout_(model: nn.Module) -> nn.Module:
     columns if out >= in (c_attn, attn.c_proj, c_fc and the head wte), by rows otherwise. In place;
     returns model. load_model applies it.
 
-    Batch-1 decoding multiplies every matrix by one vector, and PyTorch's float32 matrix-vector
-    kernels on x86 (MKL) stream long contiguous runs fastest (benchmarks/generate_steps.py records
-    it; the bf16 head read slightly faster by rows there, so other dtypes are left alone). Values, shapes
-    and names stay; only strides change. The position table wpe, of which a step reads one row,
+    Batch-1 decoding multiplies every matrix by one vector. On the x86 machine that
+    benchmarks/generate_steps.py recorded, PyTorch's float32 matrix-vector kernels read each oblong
+    matrix fastest with its longer side contiguous, and the square one by columns; the bf16 head
+    showed no clear preference, so other dtypes are left alone. Values, shapes and names stay; only
+    strides change. The position table wpe, of which a step reads one row,
     keeps its layout."""
     for name, p in model.named_parameters():
         wide = p.dim() == 2 and p.size(0) >= p.size(1)
