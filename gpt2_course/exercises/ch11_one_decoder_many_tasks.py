@@ -1,5 +1,5 @@
 """Exercises for chapter 11, one decoder, many tasks: the loss mask on the answer, a task
-example as tokens, and a classification head's forward pass."""
+example as tokens, a classification head's forward pass, and a rule that reads only the surface."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from gpt2_course.data import EOT_TOKEN_ID, tiktoken_gpt2
-from gpt2_course.finetune import IGNORE, encode_example, masked_targets
+from gpt2_course.finetune import IGNORE, encode_example, masked_targets, mid_capitals
 from gpt2_course.grading.questions import Case, Exercise, Question, planted, randn
 
 Tensor = torch.Tensor
@@ -132,6 +132,48 @@ def _head_cases() -> list[Case]:
                  lambda f, a=(h, n, w, b): f(*(t.clone() for t in a))) for h, n, w, b in _head_args()]
 
 
+# --- q4: a rule that reads only the surface -------------------------------------------------
+
+_SENTENCE_END = (".", "!", "?", ":")
+
+
+def _word(w: str) -> str:
+    return w.strip(".,;:!?'\"-")
+
+
+@planted("You counted the first word too. It starts with a capital because a sentence starts there, in "
+         "verse and prose alike; count from the second word on.")
+def counts_first(text: str) -> int:
+    words = text.split()
+    return sum(w[0].isupper() and _word(w) not in ("I", "O")
+               and not (i > 0 and words[i - 1].endswith(_SENTENCE_END)) for i, w in enumerate(words))
+
+
+@planted("'I' and 'O' are capitals wherever they stand, in prose too: leave them out.")
+def keeps_i_and_o(text: str) -> int:
+    words = text.split()
+    return sum(w[0].isupper() and not prev.endswith(_SENTENCE_END) for prev, w in zip(words, words[1:]))
+
+
+@planted("You also counted words after . ! ? or :, where a new sentence starts with a capital in prose "
+         "as well. Only capitals where no sentence starts tell verse from prose.")
+def counts_sentence_starts(text: str) -> int:
+    words = text.split()
+    return sum(w[0].isupper() and _word(w) not in ("I", "O") for w in words[1:])
+
+
+@planted("You counted capital letters, not words that start with one.")
+def counts_letters(text: str) -> int:
+    return sum(ch.isupper() for ch in text)
+
+
+def _capital_cases() -> list[Case]:
+    texts = ["Now, fair Hippolyta, our nuptial hour Draws on apace",
+             "O me, I am slain. Help! Who comes here? My Lord",
+             "Give me thy hand: I am sorry I beat thee. But, thou knowest, Sir"]
+    return [Case(f"mid_capitals({t!r})", lambda f, t=t: int(f(t))) for t in texts]
+
+
 EXERCISE = Exercise("11_one_decoder_many_tasks", "One decoder, many tasks", [
     Question("q1", "masked_targets", 2, masked_targets,
              cases=_mask_cases, course=(masked_targets,),
@@ -140,4 +182,6 @@ EXERCISE = Exercise("11_one_decoder_many_tasks", "One decoder, many tasks", [
              mistakes=[no_eot, counts_all, eot_first]),
     Question("q3", "classify", 3, classify, cases=_head_cases,
              mistakes=[padded_last, one_past, mean_pool, first]),
+    Question("q4", "mid_capitals", 2, mid_capitals, cases=_capital_cases, course=(mid_capitals,),
+             mistakes=[counts_first, keeps_i_and_o, counts_sentence_starts, counts_letters]),
 ])

@@ -51,6 +51,25 @@ def classify(hidden, lengths, weight, bias):
     ("q3", "padded_last"): """
 def classify(hidden, lengths, weight, bias):
     return hidden[:, -1] @ weight.T + bias""",
+    ("q4", "counts_first"): """
+def mid_capitals(text):
+    n, prev = 0, ""
+    for w in text.split():
+        mid = not prev.endswith((".", "!", "?", ":"))
+        if w[0].isupper() and w.strip(".,;:!?'-") not in ("I", "O") and mid:
+            n += 1
+        prev = w
+    return n""",
+    ("q4", "keeps_i_and_o"): """
+def mid_capitals(text):
+    words = text.split()
+    return sum(1 for a, b in zip(words, words[1:]) if b[0].isupper() and a[-1] not in ".!?:")""",
+    ("q4", "counts_sentence_starts"): """
+def mid_capitals(text):
+    return len([w for w in text.split()[1:] if w[0].isupper() and w.strip(",.;:!?") not in ("I", "O")])""",
+    ("q4", "counts_letters"): """
+def mid_capitals(text):
+    return len([c for c in text if c.isupper()])""",
 }
 
 ALSO = {
