@@ -14,7 +14,6 @@ benchmarks/results/bpe.json, so the page shows a measurement, not typed numbers.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -23,6 +22,7 @@ from collections.abc import Callable
 
 import tiktoken
 import transformers
+from _record import cli_config, code_now, write_record
 from transformers import GPT2Tokenizer as HFSlowGPT2Tokenizer
 from transformers.utils import logging as hf_logging
 
@@ -65,6 +65,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="keep the best of N runs (default 1)")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
+    started = code_now(__file__, cli_config(args))
 
     texts = [load_play(name) for name in list_plays()]
     mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
@@ -104,9 +105,7 @@ def main() -> None:
             "mb_per_s": {name: {"cold": round(c, 3), "warm": round(w, 3), "cold_wall": round(wl, 3)}
                          for name, (c, w, wl) in results.items()},
         }
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(record, f, indent=1)
-            f.write("\n")
+        write_record(args.json, record, __file__, cli_config(args), started)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ import time
 from pathlib import Path
 
 import torch
+from _record import cli_config, code_now, modules_that_ran, write_record
 
 from gpt2_course.config import GPT2Config
 from gpt2_course.fast import (
@@ -114,7 +115,8 @@ def worker(variant: str, weights: Path, prompt: list[int], new_tokens: int, thre
             return generate(model, idx, n, temperature=0, cache=None if cache is None else cache(n))
 
     run(8)  # warm-up: first calls allocate and pick kernels
-    print(json.dumps({"ready": True, "weight_bytes": nbytes}), flush=True)
+    ready = {"ready": True, "weight_bytes": nbytes, "modules": modules_that_ran()}  # for the record
+    print(json.dumps(ready), flush=True)
     for _ in sys.stdin:
         wall, cpu = time.perf_counter(), time.process_time()
         out = run(new_tokens)
@@ -127,9 +129,10 @@ def worker(variant: str, weights: Path, prompt: list[int], new_tokens: int, thre
 
 def measure(threads: int, weights: str, prompt: list[int], args: argparse.Namespace) -> dict:
     """Interleaved rounds of every variant with `threads` threads: per variant its rounds and weight
-    bytes, every copy-bandwidth probe taken, and the load average before and after."""
+    bytes, every copy-bandwidth probe taken, the load average before and after, and the package
+    modules the workers imported (for the record's fingerprint)."""
     torch.set_num_threads(threads)
-    workers, info, bandwidths = {}, {}, []
+    workers, info, bandwidths, ran = {}, {}, [], set()
     load_before = os.getloadavg()[0]
     for label, variant in VARIANTS.items():  # loaded one after another: their loading peaks stay apart
         cmd = [sys.executable, __file__, "--worker", variant, "--weights", weights, "--threads", str(threads),
@@ -137,7 +140,8 @@ def measure(threads: int, weights: str, prompt: list[int], args: argparse.Namesp
         workers[label] = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         if not (line := workers[label].stdout.readline()):
             sys.exit(f"the {label} worker failed to start (its error is above)")
-        info[label] = {"weight_bytes": json.loads(line)["weight_bytes"], "rounds": []}
+        ready = json.loads(line)
+        info[label], ran = {"weight_bytes": ready["weight_bytes"], "rounds": []}, ran | set(ready["modules"])
     for r in range(args.repeats):
         labels = list(VARIANTS)
         for label in labels[r % len(labels):] + labels[: r % len(labels)]:  # rotate who goes first
@@ -152,7 +156,8 @@ def measure(threads: int, weights: str, prompt: list[int], args: argparse.Namesp
     for w in workers.values():
         w.stdin.close()
         w.wait()
-    return {"variants": info, "bandwidths": bandwidths, "load_average": [load_before, os.getloadavg()[0]]}
+    return {"variants": info, "bandwidths": bandwidths, "load_average": [load_before, os.getloadavg()[0]],
+            "modules": sorted(ran)}
 
 
 def summarize(result: dict, new_tokens: int) -> dict:
@@ -223,6 +228,8 @@ def main() -> None:
     if args.worker:
         worker(args.worker, args.weights, json.loads(args.prompt), args.new_tokens, args.threads[0])
         return
+    settings = cli_config(args, "worker", "weights", "prompt")  # the workers' flags come from these
+    started, workers_ran = code_now(__file__, settings), set()
 
     config = GPT2Config.from_name("gpt2")
     torch.manual_seed(0)
@@ -239,6 +246,7 @@ def main() -> None:
         save_model(GPT2(config), tmp)
         for threads in args.threads:
             result = measure(threads, tmp, prompt, args)
+            workers_ran |= set(result["modules"])
             summary = summarize(result, args.new_tokens)
             all_same &= report(threads, result, summary, args.new_tokens)
             record["threads"][str(threads)] = {**summary_record(result), "summary": summary}
@@ -253,8 +261,7 @@ def main() -> None:
         print(f"claim: {c['claim']}: median ratio {c['median ratio']:.2f} (wall clock "
               f"{c['wall-clock median ratio']:.2f}): {verdict}")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        write_record(args.json, record, __file__, settings, started, also_ran=workers_ran)
         print(f"recorded in {args.json}")
     if not all_same:
         sys.exit("the float32 variants produced different tokens")

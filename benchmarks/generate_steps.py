@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import statistics
 import sys
 import time
 from pathlib import Path
 
 import torch
+from _record import cli_config, code_now, write_record
 
 from gpt2_course.config import GPT2Config
 from gpt2_course.fast import (
@@ -105,6 +105,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--json", type=Path, help="also record the results (and the machine) in this file")
     args = p.parse_args()
+    started = code_now(__file__, cli_config(args))
     torch.set_num_threads(args.threads)
     config = GPT2Config.from_name("gpt2")
     torch.manual_seed(0)
@@ -145,8 +146,7 @@ def main() -> None:
                   "weight_bytes": weight_bytes, "bandwidth": bandwidth, "copy_seconds": copy_seconds,
                   "versions": steps["seconds"], "identical_tokens": steps["identical_tokens"],
                   "matvec_gbs": rates, "claims": found}
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        write_record(args.json, record, __file__, cli_config(args), started)
         print(f"recorded in {args.json}")
     if not steps["identical_tokens"]:
         sys.exit("the versions produced different tokens")

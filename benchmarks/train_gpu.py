@@ -28,6 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
+from _record import cli_config, code_now, write_record
 
 from gpt2_course.train import TrainConfig, config_flags, train
 
@@ -37,9 +38,12 @@ LOSS_TOL, WEIGHT_TOL = 2e-4, 1e-4  # float32 on two devices: the same sums in an
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def last_stage(out: Path) -> dict:
+    return json.loads((out / "model" / "training_log.json").read_text())["stages"][-1]
+
+
 def run_history(out: Path) -> list[dict]:
-    stages = json.loads((out / "model" / "training_log.json").read_text())["stages"]
-    return [{k: v for k, v in r.items() if k != "time"} for r in stages[-1]["history"]]
+    return [{k: v for k, v in r.items() if k != "time"} for r in last_stage(out)["history"]]
 
 
 def weights(out: Path) -> dict[str, torch.Tensor]:
@@ -87,6 +91,7 @@ def equality(root: Path) -> dict:
     assert p.returncode == 0, (root / "nccl.log").read_text()[-4000:]
     out[f"nccl_{gpus}_ranks_vs_gpu"] = gap(root / "nccl", root / "gpu")
     out["nccl_first_line"] = p.stdout.splitlines()[0]
+    out["torchrun_modules"] = sorted(last_stage(root / "nccl")["fingerprint"]["modules"])  # what ran there
     if gpus == 1:  # two ranks on one GPU: NCCL needs a GPU per rank
         p = torchrun(2, replace(TINY, backend="nccl", out_dir=str(root / "nccl2")), root / "nccl2.log")
         text = (root / "nccl2.log").read_text()
@@ -119,6 +124,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--steps", type=int, default=60)
     args = parser.parse_args()
+    started = code_now(__file__, cli_config(args))
     if not torch.cuda.is_available():
         sys.exit("train_gpu.py needs an NVIDIA GPU with CUDA; this machine has none (CPU runs: "
                  "tests/test_train_ddp.py).")
@@ -129,6 +135,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         record["equality"] = equality(root)
+        torchrun_ran = record["equality"].pop("torchrun_modules")
         print(json.dumps(record["equality"], indent=1), flush=True)
         record["throughput"] = {
             "pocket": throughput(root, "pocket", replace(TrainConfig(), steps=args.steps, eval_every=0,
@@ -143,7 +150,9 @@ def main() -> None:
             dropout=0.0))
     print(json.dumps(record["throughput"], indent=1))
     if args.json:
-        args.json.write_text(json.dumps(record, indent=1) + "\n")
+        why = ("a CUDA build of torch on a lent GPU machine: the course pins torch for the CPU, so this "
+               "record's torch is never this checkout's; its code is checked")
+        write_record(args.json, record, __file__, cli_config(args), started, torchrun_ran, torch_exempt=why)
 
 
 if __name__ == "__main__":

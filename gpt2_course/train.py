@@ -27,6 +27,7 @@ from tqdm import tqdm
 
 from gpt2_course.config import GPT2Config
 from gpt2_course.data import load_play, split_plays, tiktoken_gpt2, token_ids
+from gpt2_course.fingerprint import fingerprint, what_changed
 from gpt2_course.loading import POCKET_DIR, load_model, save_model
 from gpt2_course.model import GPT2
 
@@ -229,6 +230,49 @@ def _from_rank0(obj: object) -> object:
 
 
 
+# Plumbing, folded: every stage a run logs carries the fingerprint of what ran it (the code of each
+# package module it imported, its config, its data, torch: chapter 11's `fingerprint`), so that a
+# log never describes weights that this checkout's code would not make.
+def run_data(c: TrainConfig) -> list[bytes]:
+    """What a run reads besides its config and code, as a stage's fingerprint hashes it: the
+    training token ids (with c's cast shuffles) and the validation ids. The weights a continued
+    run starts from are not in it: c.init_from names them, and the earlier stages in the same
+    log carry the fingerprints of the runs that made them."""
+    return [training_tokens(c.cast_shuffles, c.seed).tobytes(), token_ids("validation").tobytes()]
+
+
+def stage_changes(stage: dict) -> list[str]:
+    """What differs between the code, config, data and torch that ran a logged stage and this
+    checkout's (`fingerprint.what_changed`); empty: this checkout runs what that stage ran."""
+    if "fingerprint" not in stage:
+        raise ValueError("this stage was logged before training logs carried fingerprints: "
+                         "what ran it is not recorded")
+    config = stage["config"]
+    return what_changed(stage["fingerprint"], config, run_data(TrainConfig(**config)))
+
+
+def _resumable(state: dict, ckpt: Path, data: list[bytes]) -> dict:
+    """The fingerprint a checkpoint carries, once it is sure that this process runs the same code
+    on the same data and torch: a run resumed by other code would mix two versions in one stage.
+    Its config may differ (another --out-dir, as when a copy of the checkpoint is finished)."""
+    if "fingerprint" not in state:
+        raise ValueError(f"{ckpt} was written before checkpoints carried the fingerprint of the code that "
+                         "made them, so its weights may come from other code: delete it to start again")
+    changed = [part for part in what_changed(state["fingerprint"], state["config"], data) if part != "config"]
+    if changed:
+        raise ValueError(f"{ckpt} was made by another {', '.join(changed)} than this checkout's, and a stage "
+                         "must come from one version: go back to that code, or delete it to start again")
+    return state["fingerprint"]
+
+
+def _what_ran(c: TrainConfig, data: list[bytes], started: dict) -> dict:
+    """The stage's fingerprint at its end: every module it imported, each as it was when imported
+    (`started` holds those imported before the first step, or those of the run it resumed)."""
+    now = fingerprint(asdict(c), data)
+    return {**now, "modules": {**now["modules"], **started["modules"]}}
+
+
+
 def _optimizer(model: GPT2, c: TrainConfig) -> torch.optim.AdamW:
     decay = [p for p in model.parameters() if p.dim() >= 2]  # matrices and embeddings
     no_decay = [p for p in model.parameters() if p.dim() < 2]  # biases and LayerNorm gains
@@ -306,8 +350,10 @@ def train(c: TrainConfig, progress: bool = True, until: int | None = None) -> tu
     model = initial_model(c).to(device)
     if rank:
         torch.manual_seed(c.seed + rank)  # the same initial weights, but dropout masks of its own
-    train_data = torch.from_numpy(training_tokens(c.cast_shuffles, c.seed).astype(np.int64))
-    val_data = torch.from_numpy(token_ids("validation").astype(np.int64))
+    train_ids, val_ids = training_tokens(c.cast_shuffles, c.seed), token_ids("validation")
+    train_data, val_data = (torch.from_numpy(ids.astype(np.int64)) for ids in (train_ids, val_ids))
+    data = [train_ids.tobytes(), val_ids.tobytes()]  # run_data(c), already in hand
+    started = fingerprint(asdict(c), data)  # the code, data and torch of this run, for its log
     add_dropout(model, c.dropout)
     fast = torch.compile(model) if c.compile else model  # shares model's weights
     net = DDP(fast, device_ids=[device.index] if device.type == "cuda" else None) if world > 1 else fast
@@ -321,6 +367,7 @@ def train(c: TrainConfig, progress: bool = True, until: int | None = None) -> tu
                          "folder that all of them read (a shared filesystem)")
     if found[0]:
         state = torch.load(ckpt, map_location=device, weights_only=False)
+        started = _resumable(state, ckpt, data)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         gen.set_state(state["gen"])  # every process continues the same stream of windows
@@ -352,12 +399,13 @@ def train(c: TrainConfig, progress: bool = True, until: int | None = None) -> tu
             if rank == 0:
                 state = {"model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(),
                          "rng": rngs, "cuda_rng": cuda_rngs, "step": step + 1, "history": history,
-                         "elapsed": time.time() - t0, "config": asdict(c)}
+                         "elapsed": time.time() - t0, "config": asdict(c), "fingerprint": started}
                 torch.save(state, out / "ckpt.tmp")
                 (out / "ckpt.tmp").replace(ckpt)  # atomic: a crash mid-save never corrupts ckpt.pt
     if stop == c.steps and rank == 0:
         save_model(model.cpu(), out / "model", dtype=torch.float16)
-        stages = earlier_stages(c.init_from) + [{"config": asdict(c), "history": history}]
+        stage = {"config": asdict(c), "history": history, "fingerprint": _what_ran(c, data, started)}
+        stages = earlier_stages(c.init_from) + [stage]
         (out / "model" / "training_log.json").write_text(json.dumps({"stages": stages}))
     if world > 1:
         dist.barrier()  # every process returns when the files are written
@@ -531,7 +579,7 @@ if __name__ == "__main__" and "ipykernel" not in sys.modules:  # `python -m` (to
 # The public names of the `#| export` cells above, generated by tools/export.py.
 __all__ = [
     "TrainConfig", "get_batch", "lr_at", "token_losses", "evaluate", "add_dropout", "cast_names",
-    "casts_and_pool", "rename", "rename_cast", "training_tokens", "ranks", "check_split",
-    "optimizer_step", "initial_model", "earlier_stages", "train", "parse_config", "main",
-    "resolve_backend", "process_group", "config_flags", "launch", "time_allreduce",
+    "casts_and_pool", "rename", "rename_cast", "training_tokens", "ranks", "check_split", "run_data",
+    "stage_changes", "optimizer_step", "initial_model", "earlier_stages", "train", "parse_config",
+    "main", "resolve_backend", "process_group", "config_flags", "launch", "time_allreduce",
 ]

@@ -2,18 +2,24 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 from gpt2_course.config import GPT2Config
+from gpt2_course.loading import save_model
 from gpt2_course.model import GPT2
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def load_script(name: str):
+    if str(BENCHMARKS) not in sys.path:  # where the scripts find _record, as `python benchmarks/x.py` does
+        sys.path.append(str(BENCHMARKS))
     spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -59,3 +65,15 @@ def test_the_race_compares_each_round_with_transformers_in_the_same_round():
     assert ours["tokens_per_s"] == 2.0 and summary[race.BASE]["tokens_per_s"] == 4.0
     assert ours["vs_transformers_cpu"] == 1.0  # cpu = wall in these rounds
     assert ours["of_bound"] == pytest.approx(0.2)  # 2 tokens/s of a bound of 1e9 / 1e8 = 10
+
+
+def test_a_generation_worker_reports_the_package_modules_it_ran(tmp_path):
+    """generate.py measures in worker processes: their modules go into the record's fingerprint."""
+    torch.manual_seed(0)
+    save_model(GPT2(GPT2Config(n_ctx=48, n_embd=32, n_layer=2, n_head=2)), tmp_path)
+    cmd = [sys.executable, str(BENCHMARKS / "generate.py"), "--worker", "ours", "--weights", str(tmp_path),
+           "--threads", "1", "--prompt", "[1, 2, 3]", "--new-tokens", "2"]
+    done = subprocess.run(cmd, input="", capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    ready = json.loads(done.stdout.splitlines()[0])
+    assert {"gpt2_course.generate", "gpt2_course.loading", "gpt2_course.model"} <= set(ready["modules"])

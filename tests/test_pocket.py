@@ -11,9 +11,10 @@ import torch
 
 from gpt2_course.data import token_ids
 from gpt2_course.loading import POCKET_DIR, load_model
-from gpt2_course.train import TrainConfig, earlier_stages, initial_model, parse_config, train
+from gpt2_course.train import TrainConfig, earlier_stages, initial_model, parse_config, stage_changes, train
 
 train_module = sys.modules["gpt2_course.train"]  # the module: `gpt2_course.train` is its function train
+fingerprint_module = sys.modules["gpt2_course.fingerprint"]  # its _source_sha is patched to fake an edit
 
 CARD = (POCKET_DIR / "README.md").read_text(encoding="utf-8")
 TINY_RUN = dict(n_layer=1, n_head=2, n_embd=16, n_ctx=32, batch_size=2, warmup=1, eval_every=0,
@@ -67,6 +68,70 @@ def test_a_second_stage_continues_from_saved_weights_and_keeps_the_log(tmp_path)
     stages = json.loads((tmp_path / "b" / "model" / "training_log.json").read_text())["stages"]
     assert [s["history"] for s in stages] == [first, history]
     assert [s["config"]["seed"] for s in stages] == [1337, 7]
+
+
+def test_a_training_log_names_the_code_data_and_torch_that_ran(tmp_path, monkeypatch):
+    """Each stage a run logs carries the fingerprint of what ran it, which names a changed module."""
+    train(TrainConfig(out_dir=str(tmp_path / "a"), steps=2, **TINY_RUN), progress=False)
+    [stage] = json.loads((tmp_path / "a" / "model" / "training_log.json").read_text())["stages"]
+    ran = set(stage["fingerprint"]["modules"])
+    assert {"gpt2_course.train", "gpt2_course.model", "gpt2_course.data"} <= ran
+    assert stage["fingerprint"]["torch"] == torch.__version__
+    assert stage_changes(stage) == []
+    real = fingerprint_module._source_sha
+    monkeypatch.setattr(fingerprint_module, "_source_sha",  # as if model.py's code had been edited
+                        lambda m: "0" * 64 if m == "gpt2_course.model" else real(m))
+    assert stage_changes(stage) == ["module gpt2_course.model"]
+
+
+def test_a_checkpoint_resumes_only_under_the_code_that_wrote_it(tmp_path, monkeypatch):
+    c = TrainConfig(out_dir=str(tmp_path / "a"), steps=3, **TINY_RUN)
+    train(c, progress=False, until=1)
+    real = fingerprint_module._source_sha
+    with monkeypatch.context() as m:
+        m.setattr(fingerprint_module, "_source_sha",
+                  lambda name: "0" * 64 if name == "gpt2_course.model" else real(name))
+        with pytest.raises(ValueError, match="another module gpt2_course.model than this checkout's"):
+            train(c, progress=False)
+    ckpt = tmp_path / "a" / "ckpt.pt"
+    state = torch.load(ckpt, weights_only=False)
+    torch.save({k: v for k, v in state.items() if k != "fingerprint"}, ckpt)  # as written before fingerprints
+    with pytest.raises(ValueError, match="delete it to start again"):
+        train(c, progress=False)
+    torch.save(state, ckpt)
+    _, history = train(c, progress=False)  # the same code: it finishes, one fingerprint for the stage
+    [stage] = json.loads((tmp_path / "a" / "model" / "training_log.json").read_text())["stages"]
+    assert len(history) == 3
+    assert stage["fingerprint"]["modules"].items() >= state["fingerprint"]["modules"].items()
+    assert stage_changes(stage) == []
+
+
+def test_the_cards_training_figures_are_the_logs():
+    """The card's figures that come from training_log.json (A1 recomputes its validation loss and bigram)."""
+    stages = json.loads((POCKET_DIR / "training_log.json").read_text())["stages"]
+    last = stages[-1]["history"]
+    figure = lambda pattern: re.search(pattern, CARD).group(1).replace(",", "")  # noqa: E731
+    final_train = round(sum(r["train_loss"] for r in last[-100:]) / 100, 4)  # the mean of the last 100 steps
+    assert float(figure(r"Final training loss: (\d+\.\d+)")) == final_train
+    assert float(figure(r"last step of training \(bfloat16\): (\d+\.\d+)")) == last[-1]["val_loss"]
+    assert int(figure(r"(\d+) stages")) == len(stages)
+    assert int(figure(r"([0-9,]+) steps x")) == sum(s["config"]["steps"] for s in stages)
+    seen = sum(s["config"]["steps"] * s["config"]["batch_size"] * s["config"]["n_ctx"] for s in stages)
+    assert int(figure(r"= ([0-9,]+) tokens seen")) == seen
+    minutes = sum(s["history"][-1]["time"] for s in stages) / 60
+    assert int(figure(r"\| (\d+) minutes, all stages")) == round(minutes)
+
+
+def test_the_card_says_which_stages_carry_a_fingerprint():
+    """The shipped stages were trained before logs carried fingerprints: none is invented for them."""
+    stages = json.loads((POCKET_DIR / "training_log.json").read_text())["stages"]
+    without = [k for k, s in enumerate(stages, 1) if "fingerprint" not in s]
+    for k in without:
+        with pytest.raises(ValueError, match="before training logs carried fingerprints"):
+            stage_changes(stages[k - 1])
+    said = re.search(r"Stages without a fingerprint: (.*)\.", CARD)
+    assert said, "the card must say which stages of training_log.json carry no fingerprint"
+    assert said.group(1) == (", ".join(map(str, without)) or "none")
 
 
 def test_earlier_stages_come_from_the_model_folder_only():
