@@ -2,6 +2,7 @@
 
 Usage:
     python tools/check_book.py                 # after `make book`; exit 1 listing every problem
+    python tools/check_book.py --figures       # also print every figure's smallest label and caption size
     python tools/check_book.py --html DIR --screenshots DIR --phone chapters/04_self_attention.html
     python tools/check_book.py --which-browser # the browser it would drive, or how to get one
 
@@ -20,7 +21,25 @@ fails the check on:
   `\\begin`...) in the text outside code;
 - an internal link to a missing file, or to an anchor the target page does not have;
 - a link to a placeholder (YOUR-ORG, example.org): the book was published unconfigured;
-- a download link (`.ipynb`) that does not return a valid notebook; a chapter without one.
+- a download link (`.ipynb`) that does not return a valid notebook; a chapter without one;
+- a figure a reader cannot read at the book's width. Pages are loaded in a 1080 px window
+  (`DESKTOP`), where sphinx-book-theme 1.3 lays the text out 800 px wide (`COLUMN`: the content
+  box of `article.bd-article`, a paragraph's width; the left sidebar is folded away below 1200 px,
+  and with it shown the text is at most 790 px wide). A theme that moves it fails the check.
+  Every image and inline SVG in the column (not MathJax's SVG, not icons) is a figure, and fails
+  when
+  - one of its text labels renders smaller than the page's caption text (the computed font size
+    of `figcaption .caption-text`: 16 px in this theme, the body text's size). A label's size is measured as
+    drawn: its computed font size times the scale of its `getScreenCTM()`; an `<img>` of an SVG
+    (how MyST-NB shows a glued matplotlib figure) is measured on a copy of the SVG file attached
+    at the image's rendered size, so viewBox, transforms and the theme's shrinking of wide
+    figures all count. A raster image, or an SVG whose text is drawn as paths, cannot be
+    measured, and fails saying so (the course's figures are SVG with text as text);
+  - it has no alt text (Sphinx's default alt, the image's own path, counts as none), or no
+    caption (a `figcaption`: what `{glue:figure}` and `{figure}` make from their body);
+- a chapter whose first figure is the same image file as the previous chapter's first figure
+  (MyST-NB names an output's file by its content): no chapter opens with a copy of the last one's
+  picture.
 
 Then: the search page must find "attention"; and one chapter at phone width (390 px) must not
 scroll sideways: only code blocks and tables may overflow, each inside its own scroll box.
@@ -59,6 +78,12 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
          "--disable-component-update", "--no-first-run"]
 HOST = "127.0.0.1"
 PHONE = {"width": 390, "height": 844}
+# In a 1080 px window sphinx-book-theme 1.3 lays the text out 800 px wide (the content box of
+# article.bd-article: a paragraph's width). Below 1200 px the left sidebar folds away; with it
+# shown the text is narrower (736 px at 1340, at most 790 from 1408 on). _check_figures fails if a
+# theme update moves it.
+DESKTOP = {"width": 1080, "height": 900}
+COLUMN = 800
 REFRESH = re.compile(r'<meta http-equiv="refresh" content="\d+;\s*url=([^"]+)"', re.IGNORECASE)
 PLACEHOLDER = re.compile(r"YOUR-ORG|(^|\.)example\.(org|com|net)$", re.IGNORECASE)
 SKIP_DIRS = ("_static", "_sources", "_downloads", "_images")
@@ -128,6 +153,134 @@ PHONE_JS = r"""
 }
 """
 
+# Runs in each page at DESKTOP, after PAGE_JS: every figure in the content column, with the rendered
+# size of its smallest text label, its alt text and its caption. Labels are measured as drawn: a
+# <text>/<tspan>'s computed font size (user units) times the scale its getScreenCTM() applies.
+# An <img> of an SVG is measured on a copy: the SVG file, fetched and parsed, attached in place of
+# the image at the image's rendered content size (so its viewBox maps the way the <img> maps it),
+# measured, and removed. MathJax's SVG and icons are not figures.
+FIGURES_JS = r"""
+async () => {
+  const root = document.querySelector('article.bd-article') || document.querySelector('main')
+    || document.body;
+  for (const d of root.querySelectorAll('details')) d.open = true;
+  let cap = root.querySelector('figcaption .caption-text') || root.querySelector('figcaption');
+  let probe = null;
+  if (!cap) {  // a page without a caption: measure the one a caption would get here
+    probe = document.createElement('figure');
+    probe.innerHTML = '<figcaption><p><span class="caption-number">Fig. 1 </span>'
+      + '<span class="caption-text">probe</span></p></figcaption>';
+    root.appendChild(probe);
+    cap = probe.querySelector('.caption-text');
+  }
+  const captionPx = parseFloat(getComputedStyle(cap).fontSize);
+  if (probe) probe.remove();
+  const article = document.querySelector('article.bd-article');
+  const pad = article && getComputedStyle(article);
+  const column = article && article.clientWidth - parseFloat(pad.paddingLeft) - parseFloat(pad.paddingRight);
+  const scale = m => Math.sqrt(Math.abs(m.a * m.d - m.b * m.c));
+  const unseen = 'defs, clipPath, mask, symbol, pattern, marker, metadata, title, desc';
+  const labelsOf = svg => {
+    const out = [];
+    for (const t of svg.querySelectorAll('text, tspan')) {
+      if (t.closest(unseen)) continue;
+      const own = [...t.childNodes].filter(n => n.nodeType === Node.TEXT_NODE)
+        .map(n => n.textContent).join('').trim();
+      const s = getComputedStyle(t);
+      if (!own || s.display === 'none' || s.visibility === 'hidden') continue;
+      const m = (t.closest('text') || t).getScreenCTM();
+      if (!m) continue;
+      const whole = (t.closest('text') || t).textContent.replace(/\s*\n\s*/g, '').trim();
+      out.push({px: parseFloat(s.fontSize) * scale(m),  // a tspan (an exponent): named with its text
+                text: (own === whole ? whole : `${own}' in '${whole}`).slice(0, 60)});
+    }
+    return out;
+  };
+  const glyphs = svg => !svg.querySelector('text')
+    && !!svg.querySelector('defs path[id], symbol[id], use[href^="#"], use[*|href^="#"]');
+  const lengthPx = v => {
+    const m = /^\s*([\d.]+)\s*(px|pt|in|cm|mm|pc)?\s*$/.exec(v || '');
+    if (!m) return null;
+    const unit = {px: 1, pt: 4 / 3, in: 96, cm: 96 / 2.54, mm: 96 / 25.4, pc: 16};
+    return parseFloat(m[1]) * unit[m[2] || 'px'];
+  };
+  const captionOf = el => {
+    const fig = el.closest('figure');
+    const c = fig && fig.querySelector('figcaption');
+    if (!c) return '';
+    const text = c.querySelector('.caption-text');
+    return (text ? text.textContent : c.textContent).trim();
+  };
+  const candidates = [...root.querySelectorAll('img, svg')].filter(el => {
+    if (el.tagName.toLowerCase() === 'svg' && el.parentElement.closest('svg')) return false;
+    if (el.closest('mjx-container, button, nav, .headerlink, .sd-octicon, .fa, i')) return false;
+    return true;
+  });
+  const figures = [];
+  for (const el of candidates) {
+    const r = el.getBoundingClientRect();
+    const isImg = el.tagName.toLowerCase() === 'img';
+    if (!isImg && r.width < 48 && r.height < 48) continue;  // an inline icon
+    const src = isImg ? (el.getAttribute('src') || '') : '';
+    const file = src.split(/[?#]/)[0].split('/').pop();
+    const title = el.querySelector(':scope > title');
+    let alt = (isImg ? el.getAttribute('alt') : el.getAttribute('aria-label') || (title && title.textContent))
+      || '';
+    alt = alt.trim();
+    if (isImg && (alt === src || alt.split('/').pop() === file)) alt = '';  // Sphinx's default: the path
+    const fig = {id: el.id || (el.closest('figure') || {}).id || '', alt, caption: captionOf(el), src,
+                 width: r.width, kind: isImg ? 'img' : 'inline svg', labels: [], problem: ''};
+    figures.push(fig);
+    if (isImg && !el.naturalWidth) continue;  // reported as an image that did not load
+    if (r.width === 0 || r.height === 0) { fig.problem = 'not shown (zero size)'; continue; }
+    if (!isImg) {
+      fig.labels = labelsOf(el);
+      if (!fig.labels.length && glyphs(el)) fig.problem = 'its text is drawn as paths';
+      continue;
+    }
+    const url = el.currentSrc || el.src;
+    const svgData = /^data:image\/svg\+xml/i.test(url) || /\.svg$/i.test(new URL(url).pathname);
+    if (!svgData) { fig.kind = 'raster'; continue; }
+    let text;
+    try { text = await (await fetch(url)).text(); }
+    catch (e) { fig.problem = `could not fetch ${src}: ${e}`; continue; }
+    const parsed = new DOMParser().parseFromString(text, 'image/svg+xml').documentElement;
+    if (parsed.namespaceURI !== 'http://www.w3.org/2000/svg' || parsed.localName !== 'svg') {
+      fig.problem = `${src} is not an SVG document`; continue;
+    }
+    const svg = document.importNode(parsed, true);
+    if (!svg.getAttribute('viewBox')) {  // an <img> scales the SVG's own size to its box
+      const w = lengthPx(svg.getAttribute('width')), h = lengthPx(svg.getAttribute('height'));
+      if (w && h) svg.setAttribute('viewBox', `0 0 ${w} ${h}`);
+    }
+    const s = getComputedStyle(el);
+    const px = k => parseFloat(s[k]) || 0;
+    const cw = r.width - px('paddingLeft') - px('paddingRight') - px('borderLeftWidth')
+      - px('borderRightWidth');
+    const ch = r.height - px('paddingTop') - px('paddingBottom') - px('borderTopWidth')
+      - px('borderBottomWidth');
+    svg.setAttribute('width', cw);
+    svg.setAttribute('height', ch);
+    const box = document.createElement('div');
+    box.style.cssText = `position:absolute;left:${r.left + scrollX}px;top:${r.top + scrollY}px;`
+      + 'opacity:0;pointer-events:none;margin:0;padding:0;border:0';
+    box.appendChild(svg);
+    document.body.appendChild(box);
+    fig.labels = labelsOf(svg);
+    if (!fig.labels.length && glyphs(svg)) fig.problem = 'its text is drawn as paths';
+    box.remove();
+  }
+  for (const f of figures) {
+    f.labels.sort((a, b) => a.px - b.px);
+    f.smallest = f.labels.length ? f.labels[0] : null;
+    f.below = f.labels.filter(l => l.px < captionPx - 0.05).length;
+    f.count = f.labels.length;
+    delete f.labels;
+  }
+  return {captionPx, column, figures};
+}
+"""
+
 
 def install_hint(system: str | None = None, distro: set[str] | None = None) -> str:
     """How to get a browser the check can drive, on this system (or the one named)."""
@@ -174,6 +327,7 @@ class Report:
     blocked: Counter[str] = field(default_factory=Counter)
     external_links: Counter[str] = field(default_factory=Counter)
     pages: int = 0
+    figures: list[dict] = field(default_factory=list)  # every figure measured: page, name, sizes
     search_hits: int = 0
     screenshots: list[Path] = field(default_factory=list)
 
@@ -261,6 +415,53 @@ def _visit(context, url: str, name: str, report: Report) -> dict:
     for text in seen["rawTex"]:
         report.fail(name, f"raw TeX in the text: {text!r}")
     return seen
+
+
+def _figure_name(fig: dict) -> str:
+    alt = fig["alt"] if len(fig["alt"]) <= 60 else fig["alt"][:57] + "..."
+    name = fig["id"] or (fig["src"].rsplit("/", 1)[-1] if not alt else "")
+    return " ".join(filter(None, [name, f'"{alt}"' if alt else ""])) or fig["kind"]
+
+
+def _check_figures(page, name: str, report: Report, opening: dict[str, str]) -> None:
+    """Every figure of a page at DESKTOP: no label smaller than the caption text, alt text, a caption."""
+    seen = page.evaluate(FIGURES_JS)
+    if seen["column"] is not None and abs(seen["column"] - COLUMN) > 1:
+        report.fail(name, f"the content column is {seen['column']:.0f} px wide in a {DESKTOP['width']} px "
+                          f"window, not {COLUMN}: the theme changed; set DESKTOP in tools/check_book.py "
+                          f"to the window width that gives {COLUMN} px")
+    caption = seen["captionPx"]
+    for fig in seen["figures"]:
+        what = f"figure {_figure_name(fig)}"
+        small = fig["smallest"]
+        report.figures.append({"page": name, "figure": _figure_name(fig), "kind": fig["kind"],
+                               "width": fig["width"], "labels": fig["count"], "below": fig["below"],
+                               "smallest_px": small["px"] if small else None,
+                               "smallest": small["text"] if small else None, "caption_px": caption})
+        if not fig["alt"]:
+            report.fail(name, f"{what} has no alt text")
+        if not fig["caption"]:
+            report.fail(name, f"{what} has no caption")
+        if fig["problem"]:
+            report.fail(name, f"{what}: {fig['problem']}; its labels cannot be measured")
+        elif fig["kind"] == "raster":
+            report.fail(name, f"{what} is a raster image ({fig['src'].rsplit('.', 1)[-1]}): its labels "
+                              f"cannot be measured; draw it as SVG with text kept as text "
+                              f"(figures.use_svg())")
+        elif fig["below"]:
+            report.fail(name, f"{what}: label '{small['text']}' is {small['px']:.1f} px, smaller than the "
+                              f"caption text's {caption:.1f} px, at a {COLUMN} px column "
+                              f"({fig['below']} of its {fig['count']} labels)")
+    opening[name] = seen["figures"][0]["src"].rsplit("/", 1)[-1] if seen["figures"] else ""
+
+
+def _check_openings(opening: dict[str, str], chapter_dir: str, report: Report) -> None:
+    """No chapter opens with the picture the chapter before it opened with (the same image file:
+    MyST-NB names an output's file by a hash of its content)."""
+    chapters = sorted(n for n in opening if n.startswith(chapter_dir))
+    for before, name in zip(chapters, chapters[1:]):
+        if opening[name] and opening[name] == opening[before]:
+            report.fail(name, f"opens with the same picture as {before} ({opening[name]})")
 
 
 def _check_links(base: str, html: Path, links: dict[str, list[str]], ids: dict[str, set[str]],
@@ -363,8 +564,8 @@ def check_book(html: Path, shots: Path | None, phone: str | None, query: str | N
     with sync_playwright() as p, serve(html) as base:
         report.browser = find_browser(p.chromium.executable_path)
         browser = launch(p, report.browser)
-        context = _new_context(browser, report, viewport={"width": 1280, "height": 900})
-        links, ids = {}, {}
+        context = _new_context(browser, report, viewport=DESKTOP)
+        links, ids, opening = {}, {}, {}
         for name in names:
             if redirect := REFRESH.search((html / name).read_text(encoding="utf-8")):
                 links[name], ids[name] = [urljoin(base + name, redirect[1])], set()
@@ -372,6 +573,7 @@ def check_book(html: Path, shots: Path | None, phone: str | None, query: str | N
             seen = _visit(context, base + name, name, report)
             links[name], ids[name] = seen["links"], set(seen["ids"])
             if page := seen["page"]:
+                _check_figures(page, name, report, opening)
                 if name.startswith(chapter_dir):
                     if not any(h.startswith(base) and h.endswith(".ipynb") for h in seen["links"]):
                         report.fail(name, "no download link to the chapter's .ipynb")
@@ -381,6 +583,7 @@ def check_book(html: Path, shots: Path | None, phone: str | None, query: str | N
                         report.screenshots.append(path)
                 page.close()
         report.pages = len(names)
+        _check_openings(opening, chapter_dir, report)
         _check_downloads(_check_links(base, html, links, ids, report), report)
         if query:
             _check_search(context, base, query, report)
@@ -399,6 +602,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--screenshots", type=Path, default=ROOT / "_build" / "screenshots")
     parser.add_argument("--phone", default="chapters/04_self_attention.html",
                         help="the page checked at phone width")
+    parser.add_argument("--figures", action="store_true",
+                        help="print every figure's smallest label and the caption size, in px")
     parser.add_argument("--which-browser", action="store_true",
                         help="print the browser the check would drive (or how to install one) and stop")
     args = parser.parse_args(argv)
@@ -419,6 +624,13 @@ def main(argv: list[str] | None = None) -> None:
     print(f"requests to other hosts (blocked): {blocked}")
     hosts = ", ".join(f"{h} ({n})" for h, n in report.external_links.most_common()) or "none"
     print(f"links out of the book: {hosts}")
+    if args.figures:
+        print(f"figures at a {COLUMN} px column: page | figure | kind | rendered width | smallest label px "
+              f"| caption px | labels below / all")
+        for f in report.figures:
+            smallest = f"{f['smallest_px']:.1f} ({f['smallest']!r})" if f["smallest_px"] else "-"
+            print(f"{f['page']} | {f['figure']} | {f['kind']} | {f['width']:.0f} | {smallest} | "
+                  f"{f['caption_px']:.1f} | {f['below']}/{f['labels']}")
     for line in report.problems:
         print(f"FAIL {line}", file=sys.stderr)
     sys.exit(1 if report.problems else 0)

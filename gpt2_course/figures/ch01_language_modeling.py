@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 
-from .primitives import COLORS, FONT_SIZE, arrow, box, canvas, label, show_token
+from .primitives import COLORS, FONT_SIZE, SMALL_FONT, arrow, box, canvas, label, show_token
 
 __all__ = ["predict_append"]
 
@@ -51,15 +51,16 @@ def predict_append(steps: Sequence[dict], title: str = "") -> plt.Figure:
         for tok, p in step["top"]:
             ax.add_patch(Rectangle((xb, y + 0.5), 0.8 * p / top_p, 0.1, fc=COLORS["prob"],
                                    alpha=1.0 if tok == step["chosen"] else 0.35))
-            label(ax, xb, y + 0.22, f"{show_token(tok)} {p:.2f}", ha="left", fontsize=FONT_SIZE - 3)
+            label(ax, xb, y + 0.2, f"{show_token(tok)}\n{p:.2f}", ha="left", fontsize=SMALL_FONT,
+                  linespacing=1.1)
             xb += 1.15
-        box(ax, 8.3, y, 1.6, 0.6, f"{show_token(step['chosen'])}\np = {step['p']:.3f}", COLORS["prob"],
-            fontsize=FONT_SIZE - 3, fill_alpha=0.35)
-        label(ax, 8.3, y - 0.12, "drawn", ha="left", fontsize=FONT_SIZE - 3, color=COLORS["prob"])
+        box(ax, 8.3, y - 0.05, 1.6, 0.7, f"{show_token(step['chosen'])}\np = {step['p']:.3f}", COLORS["prob"],
+            fontsize=SMALL_FONT, fill_alpha=0.35)
+        label(ax, 8.3, y - 0.22, "drawn", ha="left", fontsize=SMALL_FONT, color=COLORS["prob"])
         if n + 1 < len(steps):
             arrow(ax, (8.3, y + 0.55), (1.4, y + 1.25), color=COLORS["prob"], lw=0.9,
                   connectionstyle="arc3,rad=-0.05")
-            label(ax, 5.0, y + 0.98, "append, ask again", fontsize=FONT_SIZE - 3, color=COLORS["prob"],
+            label(ax, 5.0, y + 0.98, "append, ask again", fontsize=SMALL_FONT, color=COLORS["prob"],
                   style="italic")
         y += 1.2
     return fig

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 
-from .primitives import COLORS, FONT_SIZE, box, canvas, label
+from .primitives import COLORS, FONT_SIZE, SMALL_FONT, box, canvas, label
 
 __all__ = ["bpe_merges"]
 
@@ -28,8 +28,8 @@ def bpe_merges(rows: Sequence[tuple[Sequence[str], Sequence[int], int | None]]) 
             x += w + 0.1
         if rank is not None:
             a, b = (tokens[i].replace(" ", "␣") for i in sorted(lit)[:2])
-            label(ax, 9.9, y + 0.28, f"next: merge {rank:,}, {a} + {b}", ha="right", fontsize=FONT_SIZE - 2)
+            label(ax, 9.9, y + 0.28, f"next: merge {rank:,}, {a} + {b}", ha="right", fontsize=SMALL_FONT)
         else:
-            label(ax, 9.9, y + 0.28, "no learned pair left: done", ha="right", fontsize=FONT_SIZE - 2)
+            label(ax, 9.9, y + 0.28, "no learned pair left: done", ha="right", fontsize=SMALL_FONT)
         y += 0.85
     return fig

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .primitives import COLORS, FONT_SIZE, canvas, label, matrix, show_token
+from .primitives import COLORS, FONT_SIZE, SMALL_FONT, canvas, label, matrix, show_token
 
 __all__ = ["embedding_lookup"]
 
@@ -29,7 +29,7 @@ def embedding_lookup(tokens: Sequence[str], ids: Sequence[int], wte_rows: np.nda
     x = x0
     for n, (name, rows, color) in enumerate(blocks):
         label(ax, x + channels * cell / 2, y0 - 0.45, name, weight="bold", color=color)
-        matrix(ax, rows, x, y0, cell, color=color, fmt="{:.3f}", fontsize=FONT_SIZE - 2)
+        matrix(ax, rows, x, y0, cell, color=color, fmt="{:.3f}", fontsize=SMALL_FONT)
         x += channels * cell
         label(ax, x + 0.2, y0 + T * cell / 2, "…", fontsize=FONT_SIZE - 1)
         x += 0.4

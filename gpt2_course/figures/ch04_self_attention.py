@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from .primitives import COLORS, FONT_SIZE, arrow, box, canvas, label, matrix, show_token
+from .primitives import COLORS, FONT_SIZE, SMALL_FONT, arrow, box, canvas, label, matrix, show_token
 
 __all__ = ["attention_query"]
 
@@ -30,15 +30,15 @@ def attention_query(tokens: Sequence[str], query: str, scores: Sequence[float],
     wmax = max(weights)
     for t, (tok, s, w) in enumerate(zip(tokens, scores, weights)):
         y = y0 + t * row
-        box(ax, 0.1, y + 0.04, 1.9, row - 0.08, show_token(tok), COLORS["key"], fontsize=FONT_SIZE - 2)
-        label(ax, 3.2, y + row / 2, f"{s:.2f}", fontsize=FONT_SIZE - 2)
+        box(ax, 0.1, y + 0.04, 1.9, row - 0.08, show_token(tok), COLORS["key"], fontsize=SMALL_FONT)
+        label(ax, 3.2, y + row / 2, f"{s:.2f}", fontsize=SMALL_FONT)
         ax.add_patch(Rectangle((4.1, y + 0.1), 1.8 * w / wmax, row - 0.2, fc=COLORS["prob"], alpha=0.6))
-        label(ax, 4.1 + 1.8 * w / wmax + 0.08, y + row / 2, f"{w:.2f}", ha="left", fontsize=FONT_SIZE - 2)
+        label(ax, 4.1 + 1.8 * w / wmax + 0.08, y + row / 2, f"{w:.2f}", ha="left", fontsize=SMALL_FONT)
         arrow(ax, (2.05, y + row / 2), (2.6, y + row / 2), lw=0.8)
     matrix(ax, values, 8.0 - D * row / 2, y0, row, color=COLORS["value"], fmt="{:.1f}",
-           vmax=float(np.abs(values).max()), fontsize=FONT_SIZE - 3)
+           vmax=float(np.abs(values).max()), fontsize=SMALL_FONT)
     yb = y0 + T * row + 0.35
     label(ax, 5.5, yb + 0.3, "output = Σ weight × value =", ha="right", fontsize=FONT_SIZE - 1)
     matrix(ax, np.asarray(out, dtype=float)[None], 8.0 - D * row / 2, yb, row, color=COLORS["value"],
-           fmt="{:.2f}", vmax=float(np.abs(values).max()), fontsize=FONT_SIZE - 3)
+           fmt="{:.2f}", vmax=float(np.abs(values).max()), fontsize=SMALL_FONT)
     return fig

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .primitives import COLORS, FONT_SIZE, arrow, box, canvas, label, matrix, show_token
+from .primitives import COLORS, FONT_SIZE, SMALL_FONT, arrow, box, canvas, label, matrix, show_token
 
 __all__ = ["masked_weights", "kv_cache_steps"]
 
@@ -21,7 +21,7 @@ def masked_weights(tokens: Sequence[str], weights: np.ndarray, mask: np.ndarray)
     fig, ax = canvas(T * cell + 3.2, T * cell + 2.2, scale=0.6)
     labels = [show_token(t) for t in tokens]
     matrix(ax, weights, 2.6, 1.7, cell, color=COLORS["attn"], fmt="{:.2f}", mask=~np.asarray(mask, bool),
-           vmax=1.0, fontsize=FONT_SIZE - 2, row_labels=labels, col_labels=labels)
+           vmax=1.0, fontsize=SMALL_FONT, row_labels=labels, col_labels=labels)
     label(ax, 2.6 + T * cell / 2, 0.25, "key (read from) →", fontsize=FONT_SIZE - 1, color=COLORS["key"])
     label(ax, 0.35, 1.7 + T * cell / 2, "query (reading) →", rotation=-90, fontsize=FONT_SIZE - 1,
           color=COLORS["query"])
