@@ -25,7 +25,8 @@ from pathlib import Path
 
 from gpt2_course.fingerprint import _code_sha, fingerprint, modules_that_ran, what_changed
 
-__all__ = ["cli_config", "code_now", "modules_that_ran", "record_changes", "script_code", "write_record"]
+__all__ = ["cli_config", "code_now", "modules_that_ran", "provenance", "record_changes", "script_code",
+           "write_record"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,6 +79,16 @@ def write_record(path: str | Path, record: dict, script: str | Path, config: dic
 def record_changes(record: dict) -> list[str]:
     """What differs between what made `record` and this checkout (empty: its code would make
     it): the script, a module, the config or torch, unless the record says why its torch is exempt."""
-    changed = what_changed(record["fingerprint"], record["config"], [script_code(record["script"])])
+    changed = what_changed(record["fingerprint"], record["config"], [script_code(ROOT / record["script"])])
     changed = [f"script {record['script']}" if part == "data" else part for part in changed]
     return [part for part in changed if not (part == "torch" and record.get("torch_exempt"))]
+
+
+def provenance(record: dict) -> str:
+    """One line a page prints beside a record's numbers: whether this checkout's code made it, or
+    what changed since. Only a record that `needs` hardware this course cannot count on (a GPU)
+    may be stale, and then every page that reads it prints this line (tests/test_benchmark_records.py)."""
+    changed = record_changes(record)
+    if not changed:
+        return f"{record['script']}: made by this checkout's code"
+    return f"{record['script']}: recorded by earlier code; changed since: {', '.join(changed)}"

@@ -75,7 +75,7 @@ def get_batch(data: torch.Tensor, batch_size: int, n_ctx: int, gen: torch.Genera
     With `world` processes, every process draws the same starts from its own copy of the same
     generator and keeps its share, rows rank * share to (rank + 1) * share ("When one machine
     is not enough")."""
-    starts = torch.randint(len(data) - n_ctx - 1, (batch_size,), generator=gen)
+    starts = torch.randint(len(data) - n_ctx, (batch_size,), generator=gen)  # a window holds n_ctx + 1 tokens
     share = batch_size // world
     rows = torch.stack([data[s : s + n_ctx + 1] for s in starts[rank * share : (rank + 1) * share]])
     return rows[:, :-1], rows[:, 1:]

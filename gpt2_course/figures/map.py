@@ -11,7 +11,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyBboxPatch
 
-from .primitives import COLORS, FONT_SIZE, arrow, box, canvas, label, plus, save_svg, use_svg
+from .primitives import COLORS, FONT_SIZE, SMALL_FONT, arrow, box, canvas, label, plus, save_svg, use_svg
 
 __all__ = ["MAP_PARTS", "model_map", "write_model_map"]
 
@@ -58,6 +58,9 @@ def model_map(config, highlight: str | Iterable[str] | None = "all", *,
     box(ax, left, y, w, 0.8, f"tokens: T ids, each < {V:,}", COLORS["token"], **on("tokens"))
     arrow(ax, (cx - 1.5, y + 0.8), (cx - 1.5, y + 1.3), faded="wte" not in lit)
     arrow(ax, (cx + 1.5, y + 0.8), (cx + 1.5, y + 1.3), faded="wpe" not in lit)
+    # wte is looked up by each token's id, wpe by its position: only the count T comes from the tokens
+    label(ax, cx - 1.35, y + 1.05, "ids", ha="left", fontsize=SMALL_FONT)
+    label(ax, cx + 1.65, y + 1.05, "positions 0 … T−1", ha="left", fontsize=SMALL_FONT)
     y += 1.3
     box(ax, left, y, 2.9, 1.0, f"wte\n{V:,} × {C:,}", COLORS["wte"], **on("wte"))
     box(ax, cx + 0.1, y, 2.9, 1.0, f"wpe\n{T:,} × {C:,}", COLORS["wpe"], **on("wpe"))
