@@ -20,10 +20,12 @@ def embedding_lookup(tokens: Sequence[str], ids: Sequence[int], wte_rows: np.nda
     (a trailing … column stands for the rest)."""
     wte_rows, wpe_rows = np.asarray(wte_rows)[:, :channels], np.asarray(wpe_rows)[:, :channels]
     T, cell = len(tokens), 0.95
-    fig, ax = canvas(3 * (channels * cell + 0.4) + 3.9, T * cell + 1.3, scale=0.6)
-    x0, y0 = 2.3, 0.95
-    for t, (tok, i) in enumerate(zip(tokens, ids)):
-        label(ax, 0.1, y0 + (t + 0.5) * cell, f"{show_token(tok)} {i}", ha="left", fontsize=FONT_SIZE - 1)
+    fig, ax = canvas(3 * (channels * cell + 0.4) + 4.4, T * cell + 1.3, scale=0.6)
+    x0, y0 = 2.8, 0.95
+    label(ax, 0.1, y0 - 0.45, "t", ha="left", weight="bold")
+    for t, (tok, i) in enumerate(zip(tokens, ids)):  # row t: position t, its token and the token's id
+        label(ax, 0.1, y0 + (t + 0.5) * cell, f"{t}  {show_token(tok)} {i}", ha="left",
+              fontsize=FONT_SIZE - 1)
     blocks = [("wte[id]", wte_rows, COLORS["wte"]), ("wpe[t]", wpe_rows, COLORS["wpe"]),
               ("x", wte_rows + wpe_rows, COLORS["residual"])]
     x = x0
