@@ -5,8 +5,9 @@ Usage: python benchmarks/bpe.py [--repeat N] [--json PATH]
 
 Each tokenizer is built fresh (empty caches) and encodes every play once ("cold"), then again
 ("warm", caches full); with --repeat N the best of N such runs is kept. Throughput is measured in
-CPU time of this process (time.process_time), because on a shared machine wall-clock time mostly
-measures the other processes; the wall-clock figure is printed alongside. The script exits with an
+CPU time of this process (time.process_time), which other processes on a shared machine do not
+inflate as they inflate wall-clock time; the wall-clock figure is printed alongside (on an idle
+machine the two agree). The script exits with an
 error if the three tokenizers do not produce identical ids. Goal: ours >= 1.0x the pure-Python peer.
 With --json the results are also written to PATH; chapter 2 prints its table from
 benchmarks/results/bpe.json, so the page shows a measurement, not typed numbers.
