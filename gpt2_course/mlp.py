@@ -13,7 +13,7 @@ from gpt2_course.config import GPT2Config
 
 
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
-    """GELU in the tanh approximation GPT-2 was trained with (Hugging Face's "gelu_new")."""
+    """GELU in the tanh approximation of OpenAI's GPT-2 code (Hugging Face's "gelu_new")."""
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
 
 
