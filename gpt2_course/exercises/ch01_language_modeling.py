@@ -95,7 +95,7 @@ EXERCISE = Exercise("01_language_modeling", "Language modeling", [
                          "exponentiate."),
         "sum": (2 ** 7, "You summed the negative log-probabilities: take their mean, so the "
                 "perplexity does not grow with the length of the text."),
-    }),
+    }, rtol=1.5e-3),  # two decimals by hand (3.36) pass; 3.37 does not
     Question("q3", "bigram_counts", 2, bigram_counts,
              cases=calls(lambda: [(ids, 6) for ids in _ids()],
                          label=lambda ids, v: f"ids of length {len(ids)}, vocab_size {v}"),

@@ -77,6 +77,14 @@ def ties_last(ids: list[int], new_id: int) -> tuple[list[int], Pair]:
     return merge_pair(ids, pair, new_id), pair
 
 
+@planted("On a tie you picked the pair whose tokens sort first, chapter 2's rule. This question "
+         "breaks ties by first occurrence in ids instead: max(counts, key=counts.get).")
+def ties_bytes(ids: list[int], new_id: int) -> tuple[list[int], Pair]:
+    counts = get_pair_counts(ids)
+    pair = min(counts, key=lambda p: (-counts[p], p))
+    return merge_pair(ids, pair, new_id), pair
+
+
 def _apply(ids: list[int], merges: dict[Pair, int], pick: Any) -> list[int]:
     ids = list(ids)
     while known := [p for p in zip(ids, ids[1:]) if p in merges]:
@@ -142,7 +150,7 @@ EXERCISE = Exercise("02_bpe", "Byte-pair encoding", [
              cases=calls(lambda: [([1, 2, 1, 2, 3, 4, 3, 4, 9, 1], 10), ([4, 4, 4, 1, 2, 1, 2, 1, 2], 10),
                                   (list(b"hello hello world"), 256)],
                          label=lambda ids, new: f"ids {ids[:10]}..., new_id {new}"),
-             mistakes=[max_pairs, ties_last]),
+             mistakes=[max_pairs, ties_last, ties_bytes]),
     Question("q5", "apply_merges", 3, bpe, course=(bpe,),
              cases=calls(_merges_args, label=lambda ids, m: f"ids {ids[:8]}, {len(m)} merges"),
              mistakes=[leftmost, latest_first]),

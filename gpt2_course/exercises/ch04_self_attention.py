@@ -125,7 +125,8 @@ EXERCISE = Exercise("04_self_attention", "Self-attention", [
         "transposed": ((2, 7, 5), "Rows are queries and columns are keys: the weights are "
                        "[batch, T_q, T_k]."),
         "features": ((2, 5, 8), "The weights spread each query over the *keys*, not over the "
-                     "features: the last dimension is T_k = 7. (The output q k^T v is [2, 5, 8].)"),
+                     "features: the last dimension is T_k = 7. (The output, softmax(q k^T / sqrt(d)) v, is "
+                     "[2, 5, D_v], D_v being the values' width.)"),
         "square": ((2, 5, 5), "The keys come from a sequence of 7 tokens: the weights are "
                    "T_q x T_k = 5 x 7."),
     }),

@@ -61,6 +61,13 @@ def bpe_train_step(ids, new_id):
         if best is None or c >= counts[best]:
             best = p
     return MERGE(ids, best, new_id), best""",
+    ("q4", "ties_bytes"): """
+def bpe_train_step(ids, new_id):
+    counts = {}
+    for p in zip(ids, ids[1:]):
+        counts[p] = counts.get(p, 0) + 1
+    best = min(counts, key=lambda p: (-counts[p], p))
+    return MERGE(ids, best, new_id), best""",
     ("q5", "latest_first"): """
 def apply_merges(ids, merges):
     ids = list(ids)
