@@ -20,8 +20,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Rectangle
 
-__all__ = ["ARROW", "COLORS", "FONT_SIZE", "arrow", "box", "canvas", "glue_figure", "label", "matrix", "plus",
-           "save_svg", "show_token", "use_svg"]
+__all__ = ["ARROW", "COLORS", "FONT_SIZE", "SMALL_FONT", "arrow", "box", "canvas", "glue_figure", "label",
+           "matrix", "plus", "save_svg", "show_token", "use_svg"]
 
 # One colour per object, used by every chapter (colour-blind-safe Okabe-Ito based).
 COLORS: dict[str, str] = {
@@ -43,6 +43,11 @@ COLORS: dict[str, str] = {
     "faded": "#e8e8e8",
 }
 FONT_SIZE = 11  # at 6.4 in wide this stays readable when a phone scales the SVG to 390 px
+# The smallest text a drawing may use. The book shows an SVG figure as wide as its text column
+# (book/_static/book.css), 800 px on a desktop: a drawing about 6.4 in wide is scaled by about
+# 800 / (6.6 * 72) px per pt, so 10 pt reads as 16.8 px, at least the caption text's 16 px, and
+# 9 pt (15.2 px) would not. tools/check_book.py measures every label of the built book.
+SMALL_FONT = FONT_SIZE - 1
 ARROW = dict(arrowstyle="-|>", mutation_scale=12, lw=1.4, color=COLORS["residual"],
              shrinkA=2, shrinkB=2)
 
@@ -55,6 +60,7 @@ def use_svg() -> None:
         "font.family": "DejaVu Sans",
         "font.size": FONT_SIZE,
         "axes.titlesize": FONT_SIZE + 1,
+        "axes.formatter.min_exponent": 7,  # log axes label 1000 as "1000", not a 10 with a tiny exponent
         "axes.spines.top": False,
         "axes.spines.right": False,
         "figure.dpi": 100,
@@ -138,7 +144,7 @@ def label(ax: plt.Axes, x: float, y: float, text: str, *, ha: str = "center",
 
 def matrix(ax: plt.Axes, values: np.ndarray, x: float, y: float, cell: float = 0.6, *,
            color: str = COLORS["attn"], fmt: str = "{:.2f}", mask: np.ndarray | None = None,
-           vmax: float | None = None, fontsize: float = FONT_SIZE - 2,
+           vmax: float | None = None, fontsize: float = SMALL_FONT,
            row_labels: Sequence[str] = (), col_labels: Sequence[str] = ()) -> None:
     """A grid of numbers, each cell shaded by its value; `mask` cells are greyed and hatched.
 
