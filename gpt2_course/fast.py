@@ -96,8 +96,9 @@ def matvec_rates(shapes: dict[str, tuple[int, int]], copies: int, rounds: int,
                  dtype: torch.dtype = torch.float32,
                  clock: Callable[[], float] = time.thread_time) -> dict[str, dict[str, list[float]]]:
     """GB/s of weights a matrix-vector product reads, per shape [out, in] and per layout ("rows",
-    "columns"), in each round. A shape is `copies` random matrices multiplied in turn, which together
-    do not fit in the CPU's caches, as a decode step reads every layer's matrices."""
+    "columns"), in each round. A shape is `copies` random matrices multiplied in turn, as a decode step
+    reads every layer's matrices; the two layouts' copies take turns, so that with enough copies the
+    weights a product reads are no longer in the CPU's last-level cache."""
     g = torch.Generator().manual_seed(0)
     rates = {}
     for name, (n_out, n_in) in shapes.items():
@@ -120,9 +121,9 @@ def decode_layout_(model: nn.Module) -> nn.Module:
     Batch-1 decoding multiplies every matrix by one vector. On the x86 machine that
     benchmarks/generate_steps.py recorded, PyTorch's float32 matrix-vector kernels read each oblong
     matrix fastest with its longer side contiguous, and the square one by columns; the bf16 head
-    showed no clear preference, so other dtypes are left alone. Values, shapes and names stay; only
-    strides change. The position table wpe, of which a step reads one row,
-    keeps its layout."""
+    read faster by rows, as nn.Linear stores it, so other dtypes are left by rows. Values, shapes and
+    names stay; only strides change. The position table wpe, of which a step reads one row, keeps its
+    layout."""
     for name, p in model.named_parameters():
         wide = p.dim() == 2 and p.size(0) >= p.size(1)
         if wide and p.dtype == torch.float32 and not name.startswith("wpe"):
