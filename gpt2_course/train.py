@@ -232,7 +232,8 @@ def _from_rank0(obj: object) -> object:
 
 # Plumbing, folded: every stage a run logs carries the fingerprint of what ran it (the code of each
 # package module it imported, its config, its data, torch: chapter 11's `fingerprint`), so that a
-# log never describes weights that this checkout's code would not make.
+# log can say whether this checkout's code made its weights. (The shipped model's two stages were
+# logged before logs carried fingerprints: its card says so.)
 def run_data(c: TrainConfig) -> list[bytes]:
     """What a run reads besides its config and code, as a stage's fingerprint hashes it: the
     training token ids (with c's cast shuffles) and the validation ids. The weights a continued

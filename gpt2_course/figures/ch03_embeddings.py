@@ -20,7 +20,7 @@ def embedding_lookup(tokens: Sequence[str], ids: Sequence[int], wte_rows: np.nda
     (a trailing … column stands for the rest)."""
     wte_rows, wpe_rows = np.asarray(wte_rows)[:, :channels], np.asarray(wpe_rows)[:, :channels]
     T, cell = len(tokens), 0.95
-    fig, ax = canvas(3 * (channels * cell + 0.4) + 4.4, T * cell + 1.3, scale=0.6)
+    fig, ax = canvas(3 * (channels * cell + 0.4) + 4.4, T * cell + 1.3, scale=0.58)
     x0, y0 = 2.8, 0.95
     label(ax, 0.1, y0 - 0.45, "t", ha="left", weight="bold")
     for t, (tok, i) in enumerate(zip(tokens, ids)):  # row t: position t, its token and the token's id

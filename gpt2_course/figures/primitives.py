@@ -60,7 +60,7 @@ def use_svg() -> None:
         "font.family": "DejaVu Sans",
         "font.size": FONT_SIZE,
         "axes.titlesize": FONT_SIZE + 1,
-        "axes.formatter.min_exponent": 7,  # log axes label 1000 as "1000", not a 10 with a tiny exponent
+        "axes.formatter.min_exponent": 13,  # log axes label 4096 as "4096", not a 2 with a tiny exponent
         "axes.spines.top": False,
         "axes.spines.right": False,
         "figure.dpi": 100,
