@@ -96,6 +96,7 @@ def train_merges(text: str, num_merges: int) -> Iterator[tuple[tuple[int, int], 
             for p in zip(new, new[1:]):
                 delta[p] += freqs[w]
             old_pairs, new_pairs = set(zip(old, old[1:])), set(zip(new, new[1:]))
+            # pairs the piece no longer holds leave the index (pair's own entry was popped above)
             for p in old_pairs - new_pairs - {pair}:
                 where[p].discard(w)  # keep the index exact: a merge visits only pieces it changes
             for p in new_pairs - old_pairs:
