@@ -35,9 +35,9 @@ def role_scores(maps: torch.Tensor) -> dict[str, torch.Tensor]:
     the key just before them ("previous"), on key 0 ("first") and on themselves ("itself").
 
     "uniform" is what a map that spreads each row evenly over its visible keys scores on any
-    one of them: the baseline for all three. Queries 0 and 1 are left out, because for them the
-    first, previous and own keys coincide. Example: a head that always reads one token back
-    scores previous = 1, first = itself = 0.
+    one of them: the baseline for all three. Queries 0 and 1 are left out: query 0 has no previous
+    key, and query 1's previous key is key 0, so its "previous" and "first" would count one weight.
+    Example: a head that always reads one token back scores previous = 1, first = itself = 0.
     """
     T = maps.size(-1)
     if maps.ndim < 2 or maps.size(-2) != T or T < 3:
