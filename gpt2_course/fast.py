@@ -171,7 +171,7 @@ class PreallocatedKVCache(KVCache):
 
 
 class FusedSelfAttention(CausalSelfAttention):
-    """Chapter 6's attention layer, its four steps (scores, mask, softmax, weighted sum) in one call."""
+    """Chapter 6's attention layer, its steps (scores, scale, mask, softmax, weighted sum) in one call."""
 
     def forward(self, x: torch.Tensor, kv=None) -> torch.Tensor:
         q, k, v = self.qkv(x)
