@@ -15,6 +15,8 @@ SEES_FUTURE = ("Mask off by one: each token sees the next token too (key j <= i 
 EXACT_GELU = ("That is the exact GELU, x * Phi(x) with erf. GPT-2 uses the tanh approximation "
               "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); its weights were trained with it.")
 RELU = "That is ReLU. GPT-2 uses GELU (tanh approximation), smooth and slightly negative below 0."
+C_FC_BIAS_768 = ("You gave mlp.c_fc 768 biases, as The Illustrated GPT-2's parameter table does (appendix "
+                 "A3 checks it): c_fc widens 768 channels to 3072 and has one bias per output channel, 3072.")
 TIED_TWICE = ("You counted the tied head twice: GPT-2's output layer reuses the token embedding wte "
               "(logits = h @ wte.T), so it adds no parameters of its own.")
 ZERO_FILL = ("Filtered logits were set to 0, and exp(0) still gives them probability: set them to "

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from gpt2_course.exercises._hints import EXACT_GELU, RELU
+from gpt2_course.exercises._hints import C_FC_BIAS_768, EXACT_GELU, RELU
 from gpt2_course.grading.questions import Exercise, Mistake, Question, calls, planted, randn, value
 from gpt2_course.mlp import gelu_tanh
 
@@ -81,5 +81,6 @@ EXERCISE = Exercise("07_mlp", "The MLP", [
     value("mlp_params", "q4", 1, C * 4 * C + 4 * C + 4 * C * C + C, {
         "no_bias": (8 * C * C, "You left out the biases: c_fc has 3072 and c_proj 768."),
         "c_fc_only": (C * 4 * C + 4 * C, "That is c_fc alone: add c_proj, 3072 -> 768 with its bias."),
+        "c_fc_bias_768": (C * 4 * C + C + 4 * C * C + C, C_FC_BIAS_768),
     }, rtol=0),
 ])

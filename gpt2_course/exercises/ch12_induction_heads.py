@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from gpt2_course.grading.questions import Exercise, Question, calls, planted
+from gpt2_course.grading.questions import Case, Exercise, Question, calls, planted
 from gpt2_course.induction import copy_rule, prefix_matching_scores, previous_token_scores
 
 Tensor = torch.Tensor
@@ -100,6 +100,25 @@ def next_head(y: Tensor, head: int, n_head: int) -> Tensor:
     return out
 
 
+@planted("You zeroed the head's channels in y itself, so the caller's y changed too. Work on a copy: "
+         "out = y.clone(), then zero the channels of out.")
+def in_place(y: Tensor, head: int, n_head: int) -> Tensor:
+    d = y.size(-1) // n_head
+    y[..., head * d:(head + 1) * d] = 0
+    return y
+
+
+def _y_cases() -> list[Case]:
+    """The three calls, then y itself after a call: the question says not to change it."""
+    def y_after(f) -> Tensor:
+        y = torch.randn(2, 3, 12, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+        f(y, 1, 3)
+        return y
+
+    return calls(_y_args, label=lambda y, h, n: f"y {list(y.shape)}, head {h} of {n}")() + [
+        Case("y itself after a call with head 1 of 3 (it must not change)", y_after)]
+
+
 def copy_rule_right(tokens: Tensor) -> Tensor:
     """tokens [T] -> the share of positions 0 .. T - 2 where the induction rule predicts the next token."""
     return copy_rule(tokens[None])[1].double().mean()
@@ -159,9 +178,8 @@ EXERCISE = Exercise("12_induction_heads", "Induction heads", [
     Question("q3", "in_context_gain", 2, in_context_gain,
              cases=calls(_gain_args, label=lambda losses, p: f"losses {list(losses.shape)}, period {p}"),
              mistakes=[reversed_gain, with_copy_start, one_number]),
-    Question("q4", "silence_head", 2, silence_head,
-             cases=calls(_y_args, label=lambda y, h, n: f"y {list(y.shape)}, head {h} of {n}"),
-             mistakes=[interleaved, keep_only, next_head]),
+    Question("q4", "silence_head", 2, silence_head, cases=_y_cases,
+             mistakes=[interleaved, keep_only, next_head, in_place]),
     Question("q5", "copy_rule_right", 2, copy_rule_right, course=(copy_rule,),
              cases=calls(_tokens, label=lambda t: f"tokens {t.tolist()}"),
              mistakes=[first_occurrence, fires_only]),

@@ -31,6 +31,7 @@ def mlp(x, w_fc, b_fc, w_proj, b_proj):
     return torch.relu(x @ w_fc.T + b_fc) @ w_proj.T + b_proj""",
     ("q4", "c_fc_only"): "mlp_params = 768 * 3072 + 3072",
     ("q4", "no_bias"): "mlp_params = 2 * 768 * 3072",
+    ("q4", "c_fc_bias_768"): "mlp_params = (768 * 3072 + 768) + (3072 * 768 + 768)",
 }
 
 test_covered, test_hints, test_distinct = planted_tests("07_mlp", PLANTED)

@@ -17,7 +17,10 @@ COUNT_OK = dict(ln="2", weights="12 * C * C", biases="13 * C - 4 * C", wpe="N * 
 PLANTED = {
     ("q1", "no_biases"): "block_params = 12 * 768 ** 2",
     ("q1", "no_layernorms"): "block_params = 12 * 768 ** 2 + 9 * 768",
+    ("q1", "c_fc_bias_768"): "block_params = 12 * 768 ** 2 + 4 * 768 + (3 * 768 + 768 + 768 + 768)",
     ("q3", "paper"): "gpt2_total = 117e6",
+    ("q3", "c_fc_bias_768"): "gpt2_total = 124_439_808 - 12 * (3072 - 768)",
+    ("q3", "illustrated"): "gpt2_total = 124_410_624",
     ("q3", "untied"): "gpt2_total = 163_037_184",
     ("q4", "percent"): "wte_share = 31.02",
     ("q4", "untied"): "wte_share = 50257 * 768 / 163_037_184",
@@ -26,6 +29,7 @@ PLANTED = {
 PLANTED |= one_change("q2", COUNT, COUNT_OK, {
     "tied_twice": {"ret": "total + V * C"}, "never_head": {"ret": "total"},
     "head_bias": {"ret": "total if tied else total + V * C + V"}, "no_biases": {"biases": "0"},
+    "c_fc_bias_768": {"biases": "3 * C + C + C + C"},
     "no_layernorms": {"ln": "0", "ln_f": "0"}, "no_ln_f": {"ln_f": "0"}, "no_wpe": {"wpe": "0"},
 })
 

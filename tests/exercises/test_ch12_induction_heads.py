@@ -44,6 +44,11 @@ def silence_head(y, head, n_head):
     out = y.clone()
     out[..., (head + 1) * d:(head + 2) * d] = 0
     return out""",
+    ("q4", "in_place"): """
+def silence_head(y, head, n_head):
+    d = y.shape[-1] // n_head
+    y[:, :, head * d:(head + 1) * d] = 0
+    return y""",
     ("q5", "first_occurrence"): """
 def copy_rule_right(tokens):
     tokens = tokens.tolist()
