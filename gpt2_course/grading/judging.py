@@ -180,8 +180,8 @@ def judge(exercise_id: str, qid: str, outs: list[Any] | None, status: str = "ok"
     ref, planted = expected(exercise_id, qid)
     if same(ref, outs, q):
         n = len(outs)
-        return result(q.points, "pass", "Correct." if q.kind == "value" else
-                      f"All {n} test case{'s' if n > 1 else ''} pass.")
+        passed = f"All {n} test cases pass." if n > 1 else "The test case passes."
+        return result(q.points, "pass", "Correct." if q.kind == "value" else passed)
     for m in q.mistakes:
         if m.error is not None:
             if any(is_raised(o) and re.search(m.error, o[2]) for o in outs):
