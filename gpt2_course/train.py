@@ -35,8 +35,8 @@ from gpt2_course.model import GPT2
 
 @dataclass
 class TrainConfig:
-    """Every knob of a pretraining run. The defaults are the first of the two stages that made
-    the shipped pocket model; appendix A1's "The real run" gives the second stage's flags."""
+    """Every knob of a pretraining run. The defaults, with compile=True, are the first of the two
+    stages that made the shipped pocket model; appendix A1's "The real run" gives the second stage's flags."""
 
     n_layer: int = 6
     n_head: int = 6
@@ -49,7 +49,7 @@ class TrainConfig:
     min_lr: float = 2e-4
     warmup: int = 200
     weight_decay: float = 0.1
-    dropout: float = 0.1  # GPT-2's own rate; see "Dropout" below
+    dropout: float = 0.1  # the rate of Hugging Face's GPT-2 configuration; see "Dropout" below
     grad_clip: float = 1.0
     eval_every: int = 500  # validation loss every N steps and at the end; 0 = never (toy runs)
     ckpt_every: int = 200
