@@ -129,7 +129,7 @@ def evaluate(model: GPT2, data: torch.Tensor, n_ctx: int, batch_size: int = 4, a
 
 
 def add_dropout(model: GPT2, p: float) -> None:
-    """Dropout where GPT-2 had it: on the embeddings, and on each attention and MLP output
+    """Dropout where Hugging Face's GPT-2 has it: on the embeddings, and on each attention and MLP output
     before it joins the residual stream. Hooks add it without touching chapter 8's model;
     in eval mode (model.eval()) they pass everything through unchanged."""
     if p <= 0:
