@@ -89,6 +89,14 @@ def global_rng(data: Tensor, batch_size: int, n_ctx: int,
     return _windows(data, batch_size, n_ctx, torch.randint(len(data) - n_ctx, (batch_size,)))
 
 
+@planted("The last window never comes: torch.randint's high is exclusive, and the last window starts at "
+         "len(data) - n_ctx - 1, so draw starts below len(data) - n_ctx, not len(data) - n_ctx - 1.")
+def misses_last(data: Tensor, batch_size: int, n_ctx: int,
+                generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    starts = torch.randint(len(data) - n_ctx - 1, (batch_size,), generator=generator)
+    return _windows(data, batch_size, n_ctx, starts)
+
+
 def _window_cases() -> list[Case]:
     data, B, n = torch.arange(50), 16, 8
 
@@ -113,6 +121,9 @@ def _window_cases() -> list[Case]:
     def contiguous(f: Any) -> bool:
         return bool((draw(f, 2)[0].diff(dim=1) == 1).all())
 
+    def last_start(f: Any) -> int:  # 40 batches of 16 draw every one of the 42 starts (seeds fixed)
+        return max(int(draw(f, seed)[0][:, 0].max()) for seed in range(40))
+
     def varied(f: Any) -> bool:
         return len(set(draw(f, 3)[0][:, 0].tolist())) > 1
 
@@ -124,6 +135,7 @@ def _window_cases() -> list[Case]:
         Case("y - x (y must be x shifted by one position)", offsets),
         Case("each row of x is a contiguous window of the data", contiguous),
         Case("every window lies inside the data (40 batches)", inside),
+        Case("the largest start drawn in 40 batches (the last window must be possible)", last_start),
         Case("the rows of a batch start at different places", varied),
         Case("the same generator seed gives the same batch", reproducible),
     ]
@@ -275,7 +287,7 @@ EXERCISE = Exercise("A1_pretraining", "Pretraining", [
     Question("q1", "lr_at", 3, lr_schedule, cases=_lr_cases, rtol=1e-6, atol=1e-12, course=(lr_at,),
              mistakes=[warmup_from_zero, to_zero, progress_all, no_half, linear]),
     Question("q2", "random_windows", 3, get_batch, cases=_window_cases, course=(get_batch,), mistakes=[
-        no_shift, same_start, global_rng,
+        no_shift, same_start, global_rng, misses_last,
         Mistake("overflow", "A window ran past the end of the data: a start must leave room for "
                 "n_ctx + 1 tokens, so draw starts below len(data) - n_ctx.",
                 error=r"stack expects each tensor to be equal size|out of bounds|out of range"),

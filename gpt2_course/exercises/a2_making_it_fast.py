@@ -45,6 +45,19 @@ def signed_max(w: Tensor) -> tuple[Tensor, Tensor]:
     return quantize_rows(w, magnitude=False)
 
 
+@planted("A row of zeros needs its scale clamped before the division (scale.clamp(min=1e-12) / 127, as "
+         "Int8Linear does): an unclamped scale of 0 gives 0 / 0 = NaN, whose cast to int8 is undefined.")
+def no_clamp(w: Tensor) -> tuple[Tensor, Tensor]:
+    scale = w.abs().amax(dim=1) / 127
+    return (w / scale[:, None]).round().to(torch.int8), scale
+
+
+def _zero_row_scale(f: object) -> float:
+    """The scale the answer gives a row of zeros, in units of 1e-12 / 127: 1 when it is clamped."""
+    scale = torch.as_tensor(f(_zero_row(randn(2, 4, 8), 1))[1]).flatten()
+    return float(scale[1] if scale.numel() > 1 else scale[0]) * 127 / 1e-12  # per row, or one for all
+
+
 def _zero_row(w: Tensor, row: int) -> Tensor:
     w[row] = 0
     return w
@@ -112,9 +125,10 @@ EXERCISE = Exercise("A2_making_it_fast", "Making it fast", [
         "bf16": (COPY / (BYTES / 2), "The weights are float32, 4 bytes each; 2 bytes would be bf16."),
     }, rtol=2e-3),  # three significant digits of 40.4...: a relative error up to 1.3e-3
     Question("q3", "quantize_rows", 3, quantize_rows,
-             cases=calls(lambda: [(randn(0, 6, 4),), (randn(1, 3, 8) * 5,), (_zero_row(randn(2, 4, 8), 1),)],
-                         label=_w_label),
-             mistakes=[per_tensor, truncate, by_128, signed_max]),
+             cases=lambda: [*calls(lambda: [(randn(0, 6, 4),), (randn(1, 3, 8) * 5,)], label=_w_label)(),
+                            Case("w [4, 8], a row of zeros: its scale, over 1e-12 / 127", _zero_row_scale),
+                            *calls(lambda: [(_zero_row(randn(2, 4, 8), 1),)], label=_w_label)()],
+             mistakes=[per_tensor, truncate, by_128, signed_max, no_clamp]),
     Question("q4", "decode_layout", 2, decode_layout, cases=_layout_cases,
              mistakes=[always_columns, reversed_rule, transposed, square_rows, unchanged]),
 ])

@@ -34,6 +34,11 @@ def lr_at(step, warmup, max_steps, max_lr, min_lr):
         return max_lr * step / warmup
     t = (step - warmup) / (max_steps - warmup)
     return min_lr + (max_lr - min_lr) * (1 + math.cos(math.pi * t)) / 2""",
+    ("q2", "misses_last"): """
+def random_windows(data, batch_size, n_ctx, generator):
+    ix = torch.randint(len(data) - n_ctx - 1, (batch_size,), generator=generator)
+    return (torch.stack([data[i:i + n_ctx] for i in ix]),
+            torch.stack([data[i + 1:i + n_ctx + 1] for i in ix]))""",
     ("q2", "global_rng"): """
 def random_windows(data, batch_size, n_ctx, generator):
     ix = torch.randint(len(data) - n_ctx, (batch_size,))

@@ -11,7 +11,8 @@ def quantize_rows(w):
     scale = {scale}
     return {q}, scale
 """
-QUANTIZE_OK = dict(scale="w.abs().amax(dim=1) / 127", q="torch.round(w / scale[:, None]).to(torch.int8)")
+QUANTIZE_OK = dict(scale="w.abs().amax(dim=1).clamp(min=1e-12) / 127",
+                   q="torch.round(w / scale[:, None]).to(torch.int8)")
 
 LAYOUT = """
 def decode_layout(w):
@@ -33,7 +34,8 @@ PLANTED = {
 PLANTED |= one_change("q3", QUANTIZE, QUANTIZE_OK, {
     "per_tensor": {"scale": "w.abs().max() / 127", "q": "torch.round(w / scale).to(torch.int8)"},
     "truncate": {"q": "(w / scale[:, None]).to(torch.int8)"},
-    "by_128": {"scale": "w.abs().amax(dim=1) / 128"},
+    "by_128": {"scale": "w.abs().amax(dim=1).clamp(min=1e-12) / 128"},
+    "no_clamp": {"scale": "w.abs().amax(dim=1) / 127"},
     "signed_max": {"scale": "w.max(dim=1).values / 127"},
 })
 PLANTED |= one_change("q4", LAYOUT, LAYOUT_OK, {
