@@ -49,6 +49,21 @@ def _bools(expected: torch.Tensor, got: torch.Tensor, q: Question) -> str | None
     return f"differs at index {list(where)}: expected {want}"
 
 
+def _miss(expected: Any, got: Any, q: Question) -> str:
+    """How a value answer misses, without giving the expected value away: a graded question would
+    otherwise be passed by copying the number from the first miss."""
+    if is_raised(got):
+        return f"raised {got[1]}: {got[2]}"
+    try:
+        e, g = float(expected), float(got)
+    except (TypeError, ValueError):
+        return f"got {got!r}, which is not the expected value"
+    if g != g:
+        return f"got {got!r}"
+    need = "exact" if q.rtol == 0 else f"within a relative {q.rtol:g} of the exact value"
+    return f"got {got!r}, which is too {'high' if g > e else 'low'} (the answer must be {need})"
+
+
 def difference(expected: Any, got: Any, q: Question) -> str | None:
     """None when `got` counts as equal to `expected`, else what differs, in words."""
     if is_raised(got):
@@ -190,7 +205,7 @@ def judge(exercise_id: str, qid: str, outs: list[Any] | None, status: str = "ok"
                 same(other, outs, q) for other in expected_also(exercise_id, qid, m.name)):
             return result(0, "fail", f"Hint: {m.hint}", m.name)
     if q.kind == "value":
-        return result(0, "fail", f"Not quite: {difference(ref[0], outs[0], q)}.")
+        return result(0, "fail", f"Not quite: {_miss(ref[0], outs[0], q)}.")
     cases = q.cases() if q.cases else []
     for i, (e, g) in enumerate(zip(ref, outs, strict=True)):
         if (d := difference(e, g, q)) is not None:
