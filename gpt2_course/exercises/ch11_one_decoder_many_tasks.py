@@ -170,7 +170,8 @@ def counts_letters(text: str) -> int:
 def _capital_cases() -> list[Case]:
     texts = ["Now, fair Hippolyta, our nuptial hour Draws on apace",
              "O me, I am slain. Help! Who comes here? My Lord",
-             "Give me thy hand: I am sorry I beat thee. But, thou knowest, Sir"]
+             "Give me thy hand: I am sorry I beat thee. But, thou knowest, Sir",
+             "Speak: Thou art here, I, O! Come Lord Romeo"]  # I, and O! stay excluded; ':' ends a sentence
     return [Case(f"mid_capitals({t!r})", lambda f, t=t: int(f(t))) for t in texts]
 
 
