@@ -12,13 +12,13 @@ COPY = 20e9  # bytes per second, as copy_bandwidth counts them
 
 
 def quantize_rows(w: Tensor, *, per_row: bool = True, top: int = 127, magnitude: bool = True,
-                  rounding: bool = True) -> tuple[Tensor, Tensor]:
+                  rounding: bool = True, clamp: bool = True) -> tuple[Tensor, Tensor]:
     """Int8Linear's quantization: one scale per output row, the row's largest |w| becomes 127; a row of
     zeros keeps a tiny scale, as in Int8Linear, so it quantizes to 0 instead of 0 / 0 = NaN. The keyword
     switches are the planted mistakes' (signed_max is left as a learner writes it, without the clamp)."""
     m = w.abs() if magnitude else w
     top_w = m.amax(dim=1) if per_row else m.max()
-    scale = (top_w.clamp(min=1e-12) if magnitude else top_w) / top
+    scale = (top_w.clamp(min=1e-12) if clamp else top_w) / top
     q = w / (scale[:, None] if per_row else scale)
     return (q.round() if rounding else q).to(torch.int8), scale
 
@@ -42,14 +42,13 @@ def by_128(w: Tensor) -> tuple[Tensor, Tensor]:
 @planted("Scale by the row's largest |w| (w.abs()), not its largest w: a row whose biggest weight is "
          "negative would not fit in -127..127.")
 def signed_max(w: Tensor) -> tuple[Tensor, Tensor]:
-    return quantize_rows(w, magnitude=False)
+    return quantize_rows(w, magnitude=False, clamp=False)
 
 
 @planted("A row of zeros needs its scale clamped before the division (scale.clamp(min=1e-12) / 127, as "
          "Int8Linear does): an unclamped scale of 0 gives 0 / 0 = NaN, whose cast to int8 is undefined.")
 def no_clamp(w: Tensor) -> tuple[Tensor, Tensor]:
-    scale = w.abs().amax(dim=1) / 127
-    return (w / scale[:, None]).round().to(torch.int8), scale
+    return quantize_rows(w, clamp=False)
 
 
 def _zero_row_scale(f: object) -> float:
